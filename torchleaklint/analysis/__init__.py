@@ -1,0 +1,1 @@
+"""Shared facts about a module that every rule asks about, computed once per module."""

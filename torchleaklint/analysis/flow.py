@@ -1,0 +1,102 @@
+"""Which definitions of a name reach a statement, and what a name's value flows into.
+
+Reaching definitions are approximated from source order and block structure, which is
+exact for straight-line code and loops and conservative across branches: walk back from
+the use to the nearest definition that runs on every path to it, collecting the
+conditional ones on the way; inside a loop, definitions later in the body also reach
+the use from the previous iteration.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable, List, Optional, Set, Tuple
+
+from .module_index import LOOP_TYPES, Def, Scope, contains, start_of
+
+
+class Flow:
+    def __init__(self, analysis) -> None:
+        self.analysis = analysis
+        self._closure_memo = {}
+
+    # -- reaching definitions -----------------------------------------------------------
+    def dominates(self, d: Def, use_stmt) -> bool:
+        ix = self.analysis.index
+        dctx, uctx = ix.ctx(d.stmt), ix.ctx(use_stmt)
+        if d.kind == "param":
+            return True
+        if dctx is None or uctx is None:
+            return False
+        if dctx.scope is not uctx.scope:
+            return False
+        blocks = dctx.blocks
+        if isinstance(d.stmt, LOOP_TYPES):
+            # The target of ``for x in xs`` is bound inside the loop only.
+            return any(b is d.stmt for b in uctx.blocks)
+        return len(blocks) <= len(uctx.blocks) and all(a is b for a, b in zip(blocks, uctx.blocks))
+
+    def reaching(self, scope: Scope, key: str, use_stmt) -> List[Def]:
+        defs = scope.defs_of(key)
+        if not defs:
+            return []
+        use_pos = start_of(use_stmt)
+        before = [d for d in defs if d.start < use_pos or (d.kind == "param")]
+        out: List[Def] = []
+        for d in reversed(before):
+            if isinstance(d.stmt, LOOP_TYPES) and not contains(d.stmt, use_stmt):
+                # A finished loop's target keeps its last value.
+                out.append(d)
+                continue
+            out.append(d)
+            if self.dominates(d, use_stmt):
+                break
+        ctx = self.analysis.index.ctx(use_stmt)
+        if ctx is not None and ctx.loops:
+            outer = ctx.loops[0]
+            for d in defs:
+                if d.start >= use_pos and contains(outer, d.stmt) and d not in out:
+                    out.append(d)
+        return out
+
+    # -- data flow ----------------------------------------------------------------------
+    def sources_of(self, scope: Scope, keys: Iterable[str]) -> Set[str]:
+        """Every name whose value may flow into one of ``keys`` (transitively)."""
+        seen: Set[str] = set()
+        todo = list(keys)
+        deps = scope.deps
+        while todo:
+            key = todo.pop()
+            if key in seen:
+                continue
+            seen.add(key)
+            todo.extend(deps.get(key, ()))
+            # ``self.x`` read through its base object, and ``a.b`` written via ``a``.
+            if "." in key:
+                todo.append(key.rsplit(".", 1)[0])
+        return seen
+
+    def backward_roots(self, scope: Scope) -> Set[str]:
+        roots: Set[str] = set()
+        for site in scope.backward_sites:
+            roots.update(site.keys)
+        return roots
+
+    def flows_into_backward(self, scope: Scope, key: str) -> Optional[int]:
+        """Line of a backward call whose graph includes the value of ``key``, else None."""
+        for site in scope.backward_sites:
+            if key in self.sources_of(scope, site.keys):
+                return site.call.lineno
+        return None
+
+    def flows_into_return(self, scope: Scope, key: str) -> Optional[int]:
+        for expr in scope.returns:
+            from .module_index import expr_keys
+
+            if key in self.sources_of(scope, expr_keys(expr)):
+                return getattr(expr, "lineno", 0)
+        return None
+
+    def loop_of(self, stmt) -> Tuple[ast.AST, ...]:
+        ctx = self.analysis.index.ctx(stmt)
+        return ctx.loops if ctx is not None else ()

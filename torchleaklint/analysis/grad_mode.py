@@ -1,0 +1,69 @@
+"""Is autograd recording at a statement? ``no_grad``/``inference_mode`` blocks and
+decorators, ``set_grad_enabled(False)``, Lightning's evaluation hooks, and functions
+whose every caller in the linted tree runs them with grad disabled."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .module_index import Scope, grad_off_call
+from .project import LIGHTNING_NO_GRAD_HOOKS, FunctionRef
+
+MAX_CALLER_DEPTH = 4
+
+
+class GradMode:
+    def __init__(self, analysis) -> None:
+        self.analysis = analysis
+        self._memo = {}
+
+    def stmt_off(self, stmt) -> Optional[str]:
+        """Why the statement runs without autograd, or None when grad may be on."""
+        ctx = self.analysis.index.ctx(stmt)
+        if ctx is None:
+            return None
+        if ctx.grad_off:
+            return f"inside `{ctx.grad_off}`"
+        return self.scope_off(ctx.scope)
+
+    def scope_off(self, scope: Scope, depth: int = 0) -> Optional[str]:
+        key = id(scope.node)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # cycle guard: recursion through callers sees "grad on"
+        reason = self._scope_off(scope, depth)
+        self._memo[key] = reason
+        return reason
+
+    def _scope_off(self, scope: Scope, depth: int) -> Optional[str]:
+        if not scope.is_function:
+            return None
+        index = self.analysis.index
+        for deco in scope.decorators:
+            reason = grad_off_call(deco, index.imports)
+            if reason:
+                return f"decorated with `@{reason}`"
+        project = self.analysis.project
+        if scope.class_name and scope.name in LIGHTNING_NO_GRAD_HOOKS:
+            if project is not None and project.is_lightning_class(index.module_name, scope.class_name):
+                return f"`{scope.name}` is a Lightning hook that runs under no_grad"
+        if scope.parent is not None and scope.parent.is_function:
+            # A nested function usually runs inside its parent's context.
+            outer = self.scope_off(scope.parent, depth)
+            if outer:
+                return outer
+        if project is None or depth >= MAX_CALLER_DEPTH:
+            return None
+        sites = project.call_sites(scope.name)
+        if not sites:
+            return None
+        for module, caller, off in sites:
+            if off:
+                continue
+            found = project.scope_for(FunctionRef(module, caller))
+            if found is None:
+                return None
+            analysis, caller_scope = found
+            if caller_scope is scope or not analysis.grad.scope_off(caller_scope, depth + 1):
+                return None
+        return f"every call of `{scope.name}` in the linted files runs under no_grad"

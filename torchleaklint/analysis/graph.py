@@ -1,0 +1,423 @@
+"""Does an expression carry an autograd graph?
+
+Sources: names that are backpropagated, loss results, module outputs, values returned by
+project functions whose summary says so. Propagation: arithmetic, indexing, reductions,
+tensor methods, ``torch.*`` functions of carrying values. Detachers: ``.item()``,
+``.detach()``, ``.data``, ``.tolist()``, ``float()``… and anything computed with grad off.
+Every positive answer comes with :class:`Evidence` that says why.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, replace
+from typing import Dict, List, Optional
+
+from .module_index import Def, Scope, start_of
+from .names import FUNCTIONAL_LOSSES, dotted, last_name, looks_like_loss_name
+from .objects import ObjectKinds
+
+STRONG = "strong"
+CONVENTION = "convention"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    text: str
+    line: int
+    strength: str = STRONG
+    tensor: bool = True  # proven to be a torch.Tensor
+    scalar: bool = False  # proven to hold one element
+    loss_like: bool = False
+
+    def describe(self) -> str:
+        return f"{self.text} (line {self.line})" if self.line else self.text
+
+
+DETACH_METHODS = frozenset({"item", "tolist", "numpy", "detach", "detach_", "size", "dim", "numel",
+                            "nelement", "element_size", "stride", "argmax", "argmin", "argsort",
+                            "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite",
+                            "nonzero", "bool", "long", "int", "short", "byte", "char", "data_ptr",
+                            "is_contiguous", "get_device", "equal", "allclose", "any", "all",
+                            "count_nonzero", "__len__", "backward", "zero_", "storage",
+                            "untyped_storage", "isclose", "sign", "has_names", "type"})
+NON_CARRYING_ATTRS = frozenset({"shape", "dtype", "device", "grad", "data", "requires_grad",
+                                "is_leaf", "ndim", "grad_fn", "layout", "is_cuda", "names",
+                                "output_nr", "_version", "is_sparse", "itemsize", "nbytes"})
+DETACH_BUILTINS = frozenset({"float", "int", "bool", "len", "str", "round", "repr", "format",
+                             "isinstance", "hash", "id", "type", "print", "abs_int", "range",
+                             "enumerate_int", "divmod_"})
+NUMERIC_NAMESPACES = ("numpy.", "math.", "statistics.", "np.")
+TORCH_NON_CARRYING = frozenset({"tensor", "zeros", "ones", "empty", "full", "arange", "linspace",
+                                "zeros_like", "ones_like", "empty_like", "full_like", "rand",
+                                "randn", "randint", "rand_like", "randn_like", "randint_like",
+                                "randperm", "eye", "argmax", "argmin", "argsort", "eq", "ne", "lt",
+                                "le", "gt", "ge", "isnan", "isinf", "isfinite", "numel", "is_tensor",
+                                "manual_seed", "no_grad", "from_numpy", "save", "load", "equal",
+                                "allclose", "count_nonzero", "bucketize", "searchsorted", "bincount",
+                                "multinomial", "bernoulli", "normal", "poisson", "isclose",
+                                "as_strided_", "get_default_dtype", "is_grad_enabled", "sign",
+                                "logical_and", "logical_or", "logical_not", "nonzero", "where_"})
+# ``values, indices = x.max(dim)`` — the second element is an index tensor.
+VALUES_INDICES = frozenset({"max", "min", "topk", "sort", "kthvalue", "mode", "median", "cummax",
+                            "cummin", "nanmedian"})
+COPYING_BUILTINS = frozenset({"list", "tuple", "sum", "max", "min", "sorted", "reversed", "next",
+                              "iter", "dict", "set", "zip", "map", "filter"})
+
+
+class GraphOracle:
+    MAX_DEPTH = 40
+
+    def __init__(self, analysis, assume_param: Optional[tuple] = None) -> None:
+        self.analysis = analysis
+        self.index = analysis.index
+        self.kinds = ObjectKinds(analysis) if assume_param is None else analysis.graph.kinds
+        self._def_memo: Dict[int, Optional[Evidence]] = {}
+        self._in_progress: set = set()
+        self._backprop: Optional[Dict[int, tuple]] = None
+        # (scope node, parameter name): evaluate as if that argument carried a graph,
+        # to learn which arguments a function's result is computed from.
+        self.assume_param = assume_param
+        self._assuming: Dict[tuple, "GraphOracle"] = {}
+
+    def assuming(self, scope: Scope, param: str) -> "GraphOracle":
+        key = (id(scope.node), param)
+        oracle = self._assuming.get(key)
+        if oracle is None:
+            oracle = GraphOracle(self.analysis, assume_param=(scope.node, param))
+            oracle._backprop = self._backprop_map()
+            self._assuming[key] = oracle
+        return oracle
+
+    # -- public -------------------------------------------------------------------------
+    def carrying(self, expr: ast.AST, stmt: ast.AST, bindings: Optional[dict] = None) -> Optional[Evidence]:
+        """Evidence that ``expr`` (evaluated at ``stmt``) carries an autograd graph."""
+        ctx = self.index.ctx(stmt)
+        if ctx is None:
+            return None
+        if self.analysis.grad.stmt_off(stmt):
+            return None
+        return self._expr(expr, ctx.scope, stmt, bindings or {}, 0)
+
+    def backprop_site(self, d: Def):
+        """The backward call that backpropagates this definition's value, if any.
+
+        Only the names in the backward's receiver count: operands of a backpropagated sum
+        may be plain inputs or floats (``loss = (pred - y).pow(2).mean()``)."""
+        return self._backprop_map().get(id(d))
+
+    def _backprop_map(self) -> Dict[int, object]:
+        if self._backprop is None:
+            self._backprop = {}
+            flow = self.analysis.flow
+            for scope in self.index.scopes:
+                for site in scope.backward_sites:
+                    stmt = self._stmt_of_call(scope, site.call)
+                    if stmt is None:
+                        continue
+                    for key in site.keys:
+                        for reached in flow.reaching(scope, key, stmt):
+                            self._backprop.setdefault(id(reached), site)
+        return self._backprop
+
+    def def_carrying(self, d: Def, scope: Scope) -> Optional[Evidence]:
+        key = id(d)
+        if key in self._def_memo:
+            return self._def_memo[key]
+        if key in self._in_progress:
+            return None
+        self._in_progress.add(key)
+        try:
+            result = self._def(d, scope)
+        finally:
+            self._in_progress.discard(key)
+        self._def_memo[key] = result
+        return result
+
+    # -- definitions --------------------------------------------------------------------
+    def _def(self, d: Def, scope: Scope) -> Optional[Evidence]:
+        if d.kind == "param":
+            if self.assume_param is not None and self.assume_param == (scope.node, d.key):
+                return Evidence(f"argument `{d.key}`", 0, tensor=False)
+        elif d.kind not in ("import", "def", "except", "unpack-star") and self.analysis.grad.stmt_off(d.stmt):
+            return None
+        value_ev = self._value(d, scope)
+        if d.kind == "for" or _explicitly_detached(d.value):
+            return value_ev
+        site = self.backprop_site(d)
+        if site is None:
+            return value_ev
+        # ``loss.backward()`` proves a scalar loss; ``out.sum().backward()`` only a tensor.
+        direct = d.key in site.direct_keys
+        scalar = direct and site.scalar_proof
+        if value_ev is not None and value_ev.strength == STRONG:
+            return replace(value_ev, scalar=value_ev.scalar or scalar, loss_like=value_ev.loss_like or direct,
+                           tensor=True)
+        # A backward pass on the value proves what a naming convention only suggests.
+        return Evidence(f"`{d.key}` is backpropagated by `.backward()`", site.call.lineno,
+                        scalar=scalar, loss_like=direct)
+
+    def _value(self, d: Def, scope: Scope) -> Optional[Evidence]:
+        if d.kind in ("param", "import", "def", "except", "unpack-star", "with"):
+            return None
+        value = d.value
+        if value is None:
+            return None
+        if d.kind == "for":
+            return self._elements(value, scope, d.stmt, 0)
+        if d.index is not None:
+            return self._unpacked(value, d.index, d.arity or 0, scope, d.stmt)
+        return self._expr(value, scope, d.stmt, {}, 0)
+
+    def _unpacked(self, value, index, arity, scope, stmt) -> Optional[Evidence]:
+        if isinstance(value, (ast.Tuple, ast.List)):
+            if index < len(value.elts) and not any(isinstance(e, ast.Starred) for e in value.elts):
+                return self._expr(value.elts[index], scope, stmt, {}, 0)
+            return None
+        if isinstance(value, ast.Call):
+            func = value.func
+            if index == 1 and last_name(func) in VALUES_INDICES:
+                return None
+            summary = self.kinds.call_summary(value, scope, stmt, arity)
+            if summary is not None:
+                return summary.position(index)
+        return self._expr(value, scope, stmt, {}, 0)
+
+    # -- expressions --------------------------------------------------------------------
+    def _expr(self, expr, scope: Scope, stmt, bindings: dict, depth: int) -> Optional[Evidence]:
+        if depth > self.MAX_DEPTH or expr is None:
+            return None
+        nxt = depth + 1
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            return self._path(expr, scope, stmt, bindings, nxt)
+        if isinstance(expr, ast.Call):
+            return self._call(expr, scope, stmt, bindings, nxt)
+        if isinstance(expr, ast.BinOp):
+            return self._expr(expr.left, scope, stmt, bindings, nxt) or self._expr(expr.right, scope, stmt, bindings, nxt)
+        if isinstance(expr, ast.UnaryOp):
+            if isinstance(expr.op, ast.Not):
+                return None
+            return self._expr(expr.operand, scope, stmt, bindings, nxt)
+        if isinstance(expr, ast.BoolOp):
+            for value in expr.values:
+                ev = self._expr(value, scope, stmt, bindings, nxt)
+                if ev:
+                    return ev
+            return None
+        if isinstance(expr, ast.IfExp):
+            return self._expr(expr.body, scope, stmt, bindings, nxt) or self._expr(expr.orelse, scope, stmt, bindings, nxt)
+        if isinstance(expr, ast.Subscript):
+            return self._expr(expr.value, scope, stmt, bindings, nxt)
+        if isinstance(expr, ast.Starred):
+            return self._expr(expr.value, scope, stmt, bindings, nxt)
+        if isinstance(expr, ast.NamedExpr):
+            return self._expr(expr.value, scope, stmt, bindings, nxt)
+        if isinstance(expr, ast.Await):
+            return self._expr(expr.value, scope, stmt, bindings, nxt)
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            for elt in expr.elts:
+                ev = self._expr(elt, scope, stmt, bindings, nxt)
+                if ev:
+                    return replace(ev, scalar=False, tensor=False)
+            return None
+        if isinstance(expr, ast.Dict):
+            for value in expr.values:
+                ev = self._expr(value, scope, stmt, bindings, nxt)
+                if ev:
+                    return replace(ev, scalar=False, tensor=False)
+            return None
+        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = dict(bindings)
+            for gen in expr.generators:
+                ev = self._elements(gen.iter, scope, stmt, nxt, inner)
+                for node in ast.walk(gen.target):
+                    if isinstance(node, ast.Name):
+                        inner[node.id] = ev
+            elt = expr.value if isinstance(expr, ast.DictComp) else expr.elt
+            ev = self._expr(elt, scope, stmt, inner, nxt)
+            return replace(ev, scalar=False, tensor=False) if ev else None
+        return None
+
+    def _elements(self, iterable, scope, stmt, depth, bindings=None) -> Optional[Evidence]:
+        """Evidence that the items of ``iterable`` carry graphs (``for x in losses``)."""
+        bindings = bindings or {}
+        if isinstance(iterable, ast.Call):
+            name = last_name(iterable.func)
+            if name in ("enumerate", "zip", "reversed", "sorted", "list", "tuple", "iter", "chain"):
+                for arg in iterable.args:
+                    ev = self._elements(arg, scope, stmt, depth + 1, bindings)
+                    if ev:
+                        return replace(ev, scalar=False, tensor=False)
+                return None
+            if name in ("items", "values") and isinstance(iterable.func, ast.Attribute):
+                return self._elements(iterable.func.value, scope, stmt, depth + 1, bindings)
+            if name in ("range", "len", "keys", "parameters", "named_parameters", "modules",
+                        "children", "named_modules", "state_dict", "buffers"):
+                return None
+        ev = self._expr(iterable, scope, stmt, bindings, depth + 1)
+        if ev is not None:
+            return replace(ev, scalar=False)
+        return None
+
+    def _path(self, expr, scope: Scope, stmt, bindings: dict, depth: int) -> Optional[Evidence]:
+        key = dotted(expr)
+        if key is not None and key in bindings:
+            return bindings[key]
+        if key is not None:
+            defs = self.analysis.flow.reaching(scope, key, stmt)
+            if defs:
+                for d in defs:
+                    ev = self.def_carrying(d, scope)
+                    if ev:
+                        return ev
+                stored = self._stored_evidence(scope, key, defs)
+                return stored
+            outer = self._nonlocal(key, scope)
+            if outer is not None:
+                return outer
+        if isinstance(expr, ast.Attribute):
+            if expr.attr in NON_CARRYING_ATTRS:
+                return None
+            base = self._expr(expr.value, scope, stmt, bindings, depth + 1)
+            if base is not None:
+                return replace(base, scalar=False, tensor=False) if not base.tensor else base
+        return None
+
+    def _stored_evidence(self, scope, key, defs) -> Optional[Evidence]:
+        """A container whose reaching definition is empty but gets graph values stored."""
+        for d in defs:
+            if d.kind == "assign" and isinstance(d.value, (ast.List, ast.Dict, ast.Tuple, ast.Call)):
+                from .stores import stores_into
+
+                for store in stores_into(self.analysis, scope, key):
+                    ev = self.carrying(store.value, store.stmt)
+                    if ev:
+                        return Evidence(f"`{key}` holds graph-carrying values stored at line {store.stmt.lineno}: {ev.text}",
+                                        ev.line, ev.strength, tensor=False, loss_like=ev.loss_like)
+                return None
+        return None
+
+    def _nonlocal(self, key: str, scope: Scope) -> Optional[Evidence]:
+        """``self.x`` set in another method, or a name from an enclosing/module scope."""
+        if key.startswith("self.") and scope.class_name:
+            for method in self.index.methods(scope.class_name):
+                if method is scope:
+                    continue
+                for d in method.defs_of(key):
+                    ev = self.def_carrying(d, method)
+                    if ev:
+                        return ev
+            return None
+        parent = scope.parent
+        while parent is not None:
+            defs = parent.defs_of(key)
+            if defs:
+                for d in defs:
+                    ev = self.def_carrying(d, parent)
+                    if ev:
+                        return ev
+                return None
+            parent = parent.parent
+        return None
+
+    # -- calls --------------------------------------------------------------------------
+    def _call(self, call: ast.Call, scope: Scope, stmt, bindings: dict, depth: int) -> Optional[Evidence]:
+        func = call.func
+        imports = self.index.imports
+        qual = imports.qualname(func) or ""
+        if isinstance(func, ast.Name) and func.id not in imports.aliases:
+            name = func.id
+            if name in DETACH_BUILTINS or name in ("abs",) and False:
+                return None
+            if name in COPYING_BUILTINS and not self.kinds.is_project_callable(func, scope):
+                for arg in call.args:
+                    ev = self._elements(arg, scope, stmt, depth, bindings) if name != "max" and name != "min" else self._expr(arg, scope, stmt, bindings, depth)
+                    if ev:
+                        return replace(ev, scalar=False, tensor=name in ("sum", "max", "min"))
+                return None
+        if qual.startswith(NUMERIC_NAMESPACES) or qual.split(".")[0] in ("numpy", "math", "statistics"):
+            return None
+        if isinstance(func, ast.Attribute):
+            method = func.attr
+            if method in DETACH_METHODS:
+                return None
+            if qual.startswith("torch.") and not qual.startswith(("torch.nn.functional", "torch.Tensor")):
+                short = qual.rsplit(".", 1)[-1]
+                if short in TORCH_NON_CARRYING or short.endswith("_like"):
+                    return None
+        loss = self._loss_call(call, qual, scope, stmt)
+        if loss is not None:
+            return loss
+        module = self.kinds.module_call(call, scope, stmt)
+        if module is not None:
+            return module
+        summary = self.kinds.call_summary(call, scope, stmt, 0)
+        if summary is not None:
+            return summary.whole()
+        if qual.startswith("torch."):
+            for arg in list(call.args) + [k.value for k in call.keywords]:
+                ev = self._expr(arg, scope, stmt, bindings, depth)
+                if ev is None:
+                    ev = self._elements(arg, scope, stmt, depth, bindings)
+                if ev:
+                    return replace(ev, scalar=False, tensor=True)
+            return None
+        if isinstance(func, ast.Attribute):
+            receiver = func.value
+            if not (isinstance(receiver, ast.Name) and receiver.id in imports.aliases):
+                ev = self._expr(receiver, scope, stmt, bindings, depth)
+                if ev is not None:
+                    if func.attr in VALUES_INDICES or func.attr in ("to", "cpu", "cuda", "clone", "float",
+                                                                    "double", "half", "mean", "sum",
+                                                                    "squeeze", "view", "reshape"):
+                        keeps_scalar = func.attr in ("to", "cpu", "cuda", "clone", "float", "double", "half",
+                                                     "squeeze", "view", "reshape")
+                        full = func.attr in ("mean", "sum") and not call.args and not call.keywords
+                        return replace(ev, scalar=(ev.scalar and keeps_scalar) or full, tensor=ev.tensor or full)
+                    if ev.tensor:
+                        return replace(ev, scalar=False)
+                    return None
+        return None
+
+    def _loss_call(self, call, qual, scope, stmt) -> Optional[Evidence]:
+        func = call.func
+        reduction_none = any(
+            k.arg == "reduction" and isinstance(k.value, ast.Constant) and k.value.value == "none"
+            for k in call.keywords
+        )
+        short = qual.rsplit(".", 1)[-1] if qual else ""
+        if qual.startswith("torch.nn.functional.") and (short in FUNCTIONAL_LOSSES or short.endswith("_loss")):
+            return Evidence(f"result of the loss function `{dotted(func) or short}`", call.lineno,
+                            scalar=not reduction_none, loss_like=True)
+        kind = self.kinds.kind_of(func, scope, stmt)
+        if kind is not None and kind.is_loss_module:
+            return Evidence(f"result of calling the loss module `{dotted(func)}` ({kind.why})", call.lineno,
+                            scalar=not (reduction_none or kind.reduction_none), loss_like=True,
+                            strength=kind.strength)
+        if kind is None and self.index.torch_aware and not self.kinds.is_project_callable(func, scope):
+            name = last_name(func)
+            if name and looks_like_loss_name(name) and not name.startswith(("get_", "log", "print", "plot", "save")):
+                return Evidence(f"result of `{dotted(func) or name}(...)`, named like a loss function",
+                                call.lineno, strength=CONVENTION, scalar=False, loss_like=True)
+        return None
+
+    def _stmt_of_call(self, scope: Scope, call: ast.Call):
+        for c, stmt in scope.calls:
+            if c is call:
+                return stmt
+        return None
+
+
+def _explicitly_detached(value) -> bool:
+    """``x.item()``, ``float(x)``, a constant: a value that cannot carry a graph."""
+    if value is None or isinstance(value, (ast.Constant, ast.JoinedStr, ast.Compare)):
+        return True
+    if isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Attribute) and func.attr in DETACH_METHODS:
+            return True
+        if isinstance(func, ast.Name) and func.id in DETACH_BUILTINS:
+            return True
+    if isinstance(value, ast.Attribute) and value.attr in NON_CARRYING_ATTRS:
+        return True
+    return False

@@ -1,0 +1,257 @@
+"""Does a container or accumulator outlive the loop iteration (or the call) that put a
+value into it — and is keeping the value legitimate?
+
+Outlives: the name is initialised before the innermost loop around the store and not
+re-initialised, cleared or bounded inside it; or it is object state (``self.x``,
+``obj.attr``) or module state, written outside ``__init__``.
+Legitimate keeps: the container/accumulator is later consumed by a backward pass, or it
+is returned to the caller from a loop that runs no backward of its own (the caller may
+backpropagate it, as a ``forward()`` that collects hidden states does).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+from .loops import function_calls_backward, loop_calls_backward
+from .module_index import Scope, contains
+from .stores import is_bounded_constructor, resets_of
+
+INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "reset", "reset_parameters",
+                          "build", "_build", "__new__"})
+
+
+@dataclass(frozen=True)
+class Escape:
+    text: str  # why the value outlives the iteration/call
+    loop: Optional[ast.AST]
+
+
+def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> Optional[Escape]:
+    """Why ``key`` (written at ``stmt``) lives longer than one iteration/call, or None.
+
+    ``own_defs`` are definitions that the write itself creates (``total += loss``), which
+    are not re-initialisations.
+    """
+    index = analysis.index
+    ctx = index.ctx(stmt)
+    if ctx is None:
+        return None
+    loop = ctx.loops[-1] if ctx.loops else None
+    root = key.split(".")[0]
+    attr = key.rsplit(".", 1)[-1] if "." in key else None
+    if attr is not None:
+        if root == "self":
+            if scope.name in INIT_METHODS:
+                return None
+            if _bounded_anywhere(analysis, key) or _reset_in(analysis, scope, key, stmt, loop, own_defs):
+                return None
+            owner = f"`{key}` is state of the object and outlives the call"
+            return Escape(owner, loop)
+        # ``obj.attr``: object state unless ``obj`` is created fresh in this iteration.
+        local = analysis.flow.reaching(scope, root, stmt)
+        if local and loop is not None and all(contains(loop, d.stmt) and d.kind != "for" for d in local):
+            return None
+        if not local and root not in _module_names(analysis):
+            if loop is None:
+                return None
+        if loop is None and scope.is_function and local and all(d.kind != "param" for d in local):
+            return None
+        if _bounded_anywhere(analysis, key) or _reset_in(analysis, scope, key, stmt, loop, own_defs):
+            return None
+        return Escape(f"`{key}` is state of `{root}` and outlives the {'iteration' if loop else 'call'}", loop)
+    defs = [d for d in scope.defs_of(key) if d not in own_defs]
+    if not defs:
+        if scope.is_function and key in _module_names(analysis) and key not in scope.params:
+            module_defs = index.module_scope.defs_of(key)
+            if any(is_bounded_constructor(d.value) for d in module_defs):
+                return None
+            if _reset_in(analysis, scope, key, stmt, loop, own_defs):
+                return None
+            return Escape(f"`{key}` is a module-level global and outlives the call", loop)
+        return None
+    if loop is None:
+        return None
+    reaching = [d for d in analysis.flow.reaching(scope, key, stmt) if d not in own_defs]
+    if not reaching:
+        return None
+    if any(d.kind == "param" for d in reaching):
+        return None  # the caller's object: its lifetime is not visible here
+    if any(contains(loop, d.stmt) and _every_iteration(analysis, d.stmt, loop) for d in reaching):
+        return None  # re-created on every iteration
+    if any(is_bounded_constructor(d.value) for d in reaching):
+        return None
+    if _reset_in(analysis, scope, key, stmt, loop, own_defs):
+        return None
+    # The value escapes every loop between the store and the container's creation.
+    outside = [d for d in reaching if not contains(loop, d.stmt)] or reaching
+    escaped = [l for l in ctx.loops if not any(contains(l, d.stmt) for d in outside)]
+    first = min(outside, key=lambda d: d.start)
+    return Escape(f"`{key}` is created before the loop (line {first.stmt.lineno}) and outlives each iteration",
+                  escaped[0] if escaped else loop)
+
+
+def _reset_in(analysis, scope: Scope, key: str, stmt, loop, own_defs, any_reset: bool = False) -> bool:
+    """Is ``key`` emptied on every iteration of the loop (every call, outside loops), or
+    bounded (popped, truncated) in it? With ``any_reset``, a reset on some iterations
+    (``if step % 100 == 0: total = 0``) counts too."""
+    own = {id(d.stmt) for d in own_defs}
+    region = loop if loop is not None else scope.node
+    index = analysis.index
+    for other in scope.statements:
+        if other is stmt or id(other) in own:
+            continue
+        if region is not None and not contains(region, other):
+            continue
+        how = resets_of(other, key)
+        if how is None:
+            continue
+        if how == "reassigned" and key in _expr_names(other):
+            # ``total = total + x`` accumulates; ``hist = hist[-100:]`` bounds.
+            if isinstance(other, ast.Assign) and isinstance(other.value, ast.Subscript):
+                return True
+            continue
+        if how in (".pop()", ".popleft()", ".popitem()", ".remove()"):
+            return True
+        if any_reset:
+            return True
+        if _every_iteration(analysis, other, loop):
+            return True
+    return False
+
+
+def _every_iteration(analysis, stmt, loop) -> bool:
+    """Does ``stmt`` run on every iteration of ``loop`` (every call when ``loop`` is None)?"""
+    ctx = analysis.index.ctx(stmt)
+    if ctx is None:
+        return False
+    blocks = ctx.blocks
+    if loop is not None:
+        inner = [i for i, b in enumerate(blocks) if b is loop]
+        rest = blocks[inner[0] + 1:] if inner else blocks
+    else:
+        rest = blocks
+    return not rest
+
+
+def _bounded_anywhere(analysis, key: str) -> bool:
+    """Attribute containers: bounded at creation or popped/truncated somewhere."""
+    attr = "." + key.rsplit(".", 1)[-1]
+    for scope in analysis.index.scopes:
+        for d_key, defs in scope.defs.items():
+            if d_key == key or d_key.endswith(attr):
+                if any(is_bounded_constructor(d.value) for d in defs):
+                    return True
+        for stmt in scope.statements:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    if node.func.attr in ("pop", "popleft", "popitem", "remove"):
+                        owner = ast.unparse(node.func.value)
+                        if owner == key or owner.endswith(attr):
+                            return True
+                if isinstance(node, ast.Delete):
+                    for t in node.targets:
+                        if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Slice):
+                            owner = ast.unparse(t.value)
+                            if owner == key or owner.endswith(attr):
+                                if t.slice.lower is None and t.slice.upper is not None:
+                                    return True
+    return False
+
+
+def _module_names(analysis):
+    return analysis.index.module_scope.defs
+
+
+def _expr_names(stmt) -> set:
+    from .module_index import expr_keys
+
+    value = getattr(stmt, "value", None)
+    return expr_keys(value)
+
+
+@dataclass(frozen=True)
+class Keep:
+    text: str
+
+
+def legitimate_keep(analysis, scope: Scope, key: str, stmt, loop) -> Optional[Keep]:
+    """Why keeping graph values in ``key`` is intended, or None.
+
+    A backward inside the loop the value escapes only consumes the kept graphs when the
+    container is reset after it (gradient accumulation every k steps); otherwise each
+    iteration backpropagates its own graph and the kept ones pile up.
+    """
+    flow = analysis.flow
+    for other in _scopes_using(analysis, scope, key):
+        for site in other.backward_sites:
+            sources = flow.sources_of(other, site.keys)
+            if not (key in sources or ("." in key and any(s.endswith("." + key.rsplit(".", 1)[-1]) for s in sources))):
+                continue
+            if site.retain_graph or other is not scope or loop is None or not contains(loop, site.call):
+                return Keep(f"`{key}` is backpropagated at line {site.call.lineno}")
+            if _reset_in(analysis, scope, key, stmt, loop, (), any_reset=True):
+                return Keep(f"`{key}` is backpropagated at line {site.call.lineno} and then reset")
+    ret = flow.flows_into_return(scope, key)
+    if ret is not None:
+        backward = loop_calls_backward(analysis, scope, loop) if loop is not None else function_calls_backward(analysis, scope)
+        if backward is None and callers_may_backpropagate(analysis, scope):
+            return Keep(f"`{key}` is returned to the caller (line {ret}), which may backpropagate it")
+    return None
+
+
+def _scopes_using(analysis, scope: Scope, key: str):
+    if "." in key:
+        return analysis.index.scopes  # object state: any method may consume it
+    return [scope]
+
+
+def callers_may_backpropagate(analysis, scope: Scope) -> bool:
+    """False only when every caller in the linted files is known and none of them
+    backpropagates what the function returns."""
+    project = analysis.project
+    if project is None or not scope.is_function:
+        return True
+    sites = project.call_sites(scope.name)
+    if not sites:
+        return True
+    from .project import FunctionRef
+
+    for module, caller, _ in sites:
+        found = project.scope_for(FunctionRef(module, caller))
+        if found is None:
+            return True
+        caller_analysis, caller_scope = found
+        for call, call_stmt in caller_scope.calls:
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+            if name != scope.name:
+                continue
+            targets = _result_names(call_stmt, call)
+            if targets is None:
+                return True  # the result goes somewhere we do not follow
+            for target in targets:
+                if caller_analysis.flow.flows_into_backward(caller_scope, target) is not None:
+                    return True
+                if caller_analysis.flow.flows_into_return(caller_scope, target) is not None:
+                    return True
+    return False
+
+
+def _result_names(stmt, call):
+    """Names the call's result is bound to, [] when discarded, None when it flows elsewhere."""
+    if isinstance(stmt, ast.Expr) and stmt.value is call:
+        return []
+    if isinstance(stmt, ast.Assign) and stmt.value is call:
+        names = []
+        for target in stmt.targets:
+            for node in ast.walk(target):
+                if isinstance(node, (ast.Name, ast.Attribute)):
+                    from .names import dotted
+
+                    key = dotted(node)
+                    if key:
+                        names.append(key)
+        return names
+    return None

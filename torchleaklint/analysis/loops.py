@@ -1,0 +1,50 @@
+"""Facts about loops: which loop a statement repeats in, and whether an iteration runs a
+backward pass (directly or through project functions that call ``backward()``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .module_index import Scope, contains
+
+
+def innermost_loop(analysis, stmt) -> Optional[ast.AST]:
+    ctx = analysis.index.ctx(stmt)
+    if ctx is None or not ctx.loops:
+        return None
+    return ctx.loops[-1]
+
+
+def loop_calls_backward(analysis, scope: Scope, loop: ast.AST) -> Optional[str]:
+    """Describe the backward pass an iteration of ``loop`` runs, or None."""
+    memo = analysis.__dict__.setdefault("_loop_backward_memo", {})
+    key = id(loop)
+    if key in memo:
+        return memo[key]
+    found = None
+    for site in scope.backward_sites:
+        if contains(loop, site.call) and not site.retain_graph:
+            found = f"`.backward()` at line {site.call.lineno}"
+            break
+    if found is None and analysis.project is not None:
+        kinds = analysis.graph.kinds
+        for call, stmt in scope.calls:
+            if not contains(loop, call):
+                continue
+            arity = 0
+            if isinstance(stmt, ast.Assign) and stmt.value is call and isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
+                arity = len(stmt.targets[0].elts)
+            refs = kinds.resolve_functions(call.func, scope, stmt, arity)
+            if refs and len(refs) <= 3 and all(analysis.project.calls_backward(r) for r in refs):
+                found = f"`{ast.unparse(call.func)}()` at line {call.lineno}, which calls `.backward()`"
+                break
+    memo[key] = found
+    return found
+
+
+def function_calls_backward(analysis, scope: Scope) -> Optional[str]:
+    for site in scope.backward_sites:
+        if not site.retain_graph:
+            return f"`.backward()` at line {site.call.lineno}"
+    return None

@@ -1,0 +1,30 @@
+"""The analysis of one module: its index plus the shared oracles every rule asks."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .flow import Flow
+from .graph import GraphOracle
+from .grad_mode import GradMode
+from .module_index import ModuleIndex
+from .project import ProjectIndex, module_symbols
+
+
+class ModuleAnalysis:
+    def __init__(self, tree: ast.Module, path: str, module_name: str = "",
+                 project: Optional[ProjectIndex] = None, package: str = "") -> None:
+        self.path = path
+        self.index = ModuleIndex(tree, module_name=module_name, package=package)
+        self.project = project
+        self.graph = GraphOracle(self)
+        self.grad = GradMode(self)
+        self.flow = Flow(self)
+
+    @property
+    def module_name(self) -> str:
+        return self.index.module_name
+
+    def symbols(self):
+        return module_symbols(self.index, self.path)

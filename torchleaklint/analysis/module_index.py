@@ -1,0 +1,470 @@
+"""One walk over a module's AST that records what every rule asks about.
+
+For each function (and the module body) it records: definitions of names and dotted
+attribute paths in source order, the loops around each statement, whether the statement
+runs with autograd switched off by a surrounding block, the backward calls, returns and
+data-flow edges. Rules and the graph oracle read these facts; nothing re-walks the tree.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+from .names import ImportMap, dotted
+
+LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft",
+                      "extendleft", "put", "put_nowait"})
+
+
+def start_of(node: ast.AST) -> Tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def end_of(node: ast.AST) -> Tuple[int, int]:
+    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+
+
+def contains(outer: ast.AST, inner: ast.AST) -> bool:
+    return start_of(outer) <= start_of(inner) and end_of(inner) <= end_of(outer)
+
+
+@dataclass
+class StmtContext:
+    """Where a statement sits: its scope, the loops around it (outermost first) and the
+    innermost grad-disabling block, if any."""
+
+    scope: "Scope"
+    loops: Tuple[ast.AST, ...]
+    grad_off: Optional[str]
+    # Enclosing compound statements that may skip or repeat this one (if, loops,
+    # except/else/finally branches), outermost first. ``with`` and ``try`` bodies are
+    # left out: they run straight through.
+    blocks: Tuple[ast.AST, ...]
+
+    @property
+    def conditional(self) -> bool:
+        return any(not isinstance(b, LOOP_TYPES) for b in self.blocks)
+
+
+@dataclass
+class Def:
+    """One binding of a name or dotted path (``loss``, ``self.total``)."""
+
+    key: str
+    stmt: ast.AST
+    value: Optional[ast.AST]
+    kind: str  # assign | aug | for | with | param | import | def | unpack-star
+    index: Optional[int] = None  # position when unpacking a tuple target
+    arity: Optional[int] = None  # number of targets when unpacking
+
+    @property
+    def start(self) -> Tuple[int, int]:
+        return start_of(self.stmt)
+
+    @property
+    def end(self) -> Tuple[int, int]:
+        return end_of(self.stmt)
+
+
+@dataclass
+class BackwardSite:
+    call: ast.Call
+    receiver: ast.AST
+    keys: Tuple[str, ...]
+    scalar_proof: bool  # backward() without a gradient argument needs a scalar
+    retain_graph: bool
+    direct_keys: Tuple[str, ...] = ()  # backpropagated as they are, not via a reduction
+
+
+@dataclass
+class Scope:
+    node: ast.AST
+    name: str
+    qualname: str
+    parent: Optional["Scope"]
+    class_name: Optional[str] = None
+    params: List[str] = field(default_factory=list)
+    decorators: List[ast.AST] = field(default_factory=list)
+    defs: Dict[str, List[Def]] = field(default_factory=dict)
+    statements: List[ast.AST] = field(default_factory=list)
+    backward_sites: List[BackwardSite] = field(default_factory=list)
+    returns: List[ast.AST] = field(default_factory=list)  # returned / yielded expressions
+    calls: List[Tuple[ast.Call, ast.AST]] = field(default_factory=list)  # (call, stmt)
+    deps: Dict[str, Set[str]] = field(default_factory=dict)
+    loops: List[ast.AST] = field(default_factory=list)
+
+    @property
+    def is_function(self) -> bool:
+        return isinstance(self.node, FUNC_TYPES)
+
+    def defs_of(self, key: str) -> List[Def]:
+        return self.defs.get(key, [])
+
+
+def expr_keys(expr: Optional[ast.AST]) -> Set[str]:
+    """Names and dotted paths an expression reads (``self.x`` gives ``self.x``)."""
+    out: Set[str] = set()
+    if expr is None:
+        return out
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            path = dotted(node)
+            if path is not None:
+                out.add(path)
+    out.discard("self")
+    return out
+
+
+def container_key(expr: ast.AST) -> Optional[str]:
+    """The name or dotted path of the container in ``c.append``, ``c[k]``, ``c[k].append``."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    return dotted(expr)
+
+
+class ModuleIndex:
+    """Facts about one module, computed in a single walk."""
+
+    def __init__(self, tree: ast.Module, module_name: str = "", package: str = "") -> None:
+        self.tree = tree
+        self.module_name = module_name
+        self.imports = ImportMap()
+        self.scopes: List[Scope] = []
+        self.scope_of_node: Dict[int, Scope] = {}
+        self.stmt_ctx: Dict[int, StmtContext] = {}
+        self.classes: Dict[str, ast.ClassDef] = {}
+        self.class_scopes: Dict[str, List[Scope]] = {}
+        self.module_scope = Scope(tree, "<module>", module_name or "<module>", None)
+        self.scopes.append(self.module_scope)
+        self.scope_of_node[id(tree)] = self.module_scope
+        self.has_backward = False
+        _Builder(self, package).run()
+        self.torch_aware = self.imports.imports_torch() or self.has_backward
+
+    def ctx(self, stmt: ast.AST) -> Optional[StmtContext]:
+        return self.stmt_ctx.get(id(stmt))
+
+    def methods(self, class_name: str) -> List[Scope]:
+        return self.class_scopes.get(class_name, [])
+
+
+_GRAD_OFF_QUALNAMES = frozenset(
+    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+     "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
+     "torch.autograd.inference_mode"}
+)
+
+
+def grad_off_call(expr: ast.AST, imports: ImportMap) -> Optional[str]:
+    """Describe ``torch.no_grad()``-like context managers and decorators, else None."""
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    qual = imports.qualname(target) or dotted(target) or ""
+    short = qual.rsplit(".", 1)[-1]
+    if qual in _GRAD_OFF_QUALNAMES or (short in ("no_grad", "inference_mode") and qual.startswith(("torch", "no_grad", "inference_mode"))):
+        if isinstance(expr, ast.Call) and short == "inference_mode" and expr.args:
+            if isinstance(expr.args[0], ast.Constant) and expr.args[0].value is False:
+                return None
+        return f"{short}()"
+    if short == "set_grad_enabled" and isinstance(expr, ast.Call) and expr.args:
+        arg = expr.args[0]
+        if isinstance(arg, ast.Constant) and arg.value is False:
+            return "set_grad_enabled(False)"
+    return None
+
+
+class _Branch:
+    """A branch of a compound statement (an if arm, a handler, a loop's else)."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: ast.AST) -> None:
+        self.owner = owner
+
+
+class _Builder:
+    def __init__(self, index: ModuleIndex, package: str) -> None:
+        self.ix = index
+        self.package = package
+
+    def run(self) -> None:
+        tree = self.ix.tree
+        self.block(tree.body, self.ix.module_scope, (), None, ())
+
+    # -- statements ---------------------------------------------------------------------
+    def block(self, body, scope: Scope, loops, grad_off, blocks) -> None:
+        for stmt in body:
+            self.stmt(stmt, scope, loops, grad_off, blocks)
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                reason = grad_off_call(stmt.value, self.ix.imports)
+                if reason == "set_grad_enabled(False)":
+                    grad_off = reason  # the rest of this block runs without autograd
+
+    def stmt(self, stmt, scope: Scope, loops, grad_off, blocks) -> None:
+        ix = self.ix
+        ix.stmt_ctx[id(stmt)] = StmtContext(scope, loops, grad_off, blocks)
+        scope.statements.append(stmt)
+        if isinstance(stmt, FUNC_TYPES):
+            self.define(scope, stmt.name, stmt, None, "def")
+            self.function(stmt, scope)
+            return
+        if isinstance(stmt, ast.ClassDef):
+            self.define(scope, stmt.name, stmt, None, "def")
+            if scope is ix.module_scope:
+                ix.classes[stmt.name] = stmt
+            for inner in stmt.body:
+                if isinstance(inner, FUNC_TYPES):
+                    ix.stmt_ctx[id(inner)] = StmtContext(scope, loops, grad_off, blocks)
+                    self.function(inner, scope, class_name=stmt.name)
+                else:
+                    self.stmt(inner, scope, loops, grad_off, blocks)
+            return
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            ix.imports.add(stmt, self.package)
+            for alias in stmt.names:
+                local = alias.asname or alias.name.split(".")[0]
+                self.define(scope, local, stmt, None, "import")
+            return
+        self.expressions(stmt, scope)
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                self.bind(scope, target, stmt, stmt.value, "assign")
+            self.flow(scope, stmt.targets, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                self.bind(scope, stmt.target, stmt, stmt.value, "assign")
+                self.flow(scope, [stmt.target], stmt.value)
+        elif isinstance(stmt, ast.AugAssign):
+            key = dotted(stmt.target)
+            if key is not None:
+                self.define(scope, key, stmt, stmt.value, "aug")
+            self.flow(scope, [stmt.target], stmt.value)
+        elif isinstance(stmt, LOOP_TYPES):
+            scope.loops.append(stmt)
+            inner = loops + (stmt,)
+            if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                self.bind(scope, stmt.target, stmt, stmt.iter, "for")
+                self.flow(scope, [stmt.target], stmt.iter)
+            self.block(stmt.body, scope, inner, grad_off, blocks + (stmt,))
+            self.block(stmt.orelse, scope, loops, grad_off, blocks + (_Branch(stmt),))
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            inner_off = grad_off
+            for item in stmt.items:
+                reason = grad_off_call(item.context_expr, ix.imports)
+                if reason:
+                    inner_off = reason
+                elif _enables_grad(item.context_expr, ix.imports):
+                    inner_off = None
+                if item.optional_vars is not None:
+                    self.bind(scope, item.optional_vars, stmt, item.context_expr, "with")
+                    self.flow(scope, [item.optional_vars], item.context_expr)
+            self.block(stmt.body, scope, loops, inner_off, blocks)
+        elif isinstance(stmt, ast.If):
+            self.block(stmt.body, scope, loops, grad_off, blocks + (_Branch(stmt),))
+            self.block(stmt.orelse, scope, loops, grad_off, blocks + (_Branch(stmt),))
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            self.block(stmt.body, scope, loops, grad_off, blocks)
+            for handler in stmt.handlers:
+                if handler.name:
+                    self.define(scope, handler.name, handler, None, "except")
+                self.block(handler.body, scope, loops, grad_off, blocks + (_Branch(handler),))
+            self.block(stmt.orelse, scope, loops, grad_off, blocks + (_Branch(stmt),))
+            self.block(stmt.finalbody, scope, loops, grad_off, blocks)
+        elif type(stmt).__name__ == "Match":
+            for case in stmt.cases:
+                self.block(case.body, scope, loops, grad_off, blocks + (_Branch(case),))
+        elif isinstance(stmt, ast.Return):
+            if stmt.value is not None:
+                scope.returns.append(stmt.value)
+        elif isinstance(stmt, ast.Expr):
+            call = stmt.value
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+                if call.func.attr in MUTATORS:
+                    key = container_key(call.func.value)
+                    if key is not None:
+                        vals = list(call.args) + [k.value for k in call.keywords]
+                        scope.deps.setdefault(key, set()).update(*(expr_keys(v) for v in vals))
+
+    def function(self, node, parent: Scope, class_name: Optional[str] = None) -> None:
+        ix = self.ix
+        qual = f"{parent.qualname}.{node.name}" if parent is not ix.module_scope else node.name
+        if class_name:
+            qual = f"{class_name}.{node.name}"
+        scope = Scope(node, node.name, qual, parent, class_name=class_name,
+                      decorators=list(node.decorator_list))
+        ix.scopes.append(scope)
+        ix.scope_of_node[id(node)] = scope
+        if class_name:
+            ix.class_scopes.setdefault(class_name, []).append(scope)
+        args = node.args
+        every = list(getattr(args, "posonlyargs", [])) + list(args.args) + list(args.kwonlyargs)
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                every.append(extra)
+        for arg in every:
+            scope.params.append(arg.arg)
+            self.define(scope, arg.arg, arg, None, "param")
+        for deco in node.decorator_list:
+            self.expressions_of(deco, scope, node)
+        self.block(node.body, scope, (), None, ())
+
+    # -- bindings and flow --------------------------------------------------------------
+    def define(self, scope: Scope, key: str, stmt, value, kind, index=None, arity=None) -> None:
+        scope.defs.setdefault(key, []).append(Def(key, stmt, value, kind, index, arity))
+
+    def bind(self, scope: Scope, target, stmt, value, kind) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            arity = len(target.elts)
+            for i, elt in enumerate(target.elts):
+                if isinstance(elt, ast.Starred):
+                    self.bind(scope, elt.value, stmt, value, "unpack-star")
+                    continue
+                key = dotted(elt)
+                if key is not None:
+                    self.define(scope, key, stmt, value, kind, index=i, arity=arity)
+                elif isinstance(elt, (ast.Tuple, ast.List)):
+                    self.bind(scope, elt, stmt, None, kind)
+            return
+        key = dotted(target)
+        if key is not None:
+            self.define(scope, key, stmt, value, kind)
+        elif isinstance(target, ast.Subscript):
+            ckey = container_key(target)
+            if ckey is not None:
+                scope.deps.setdefault(ckey, set()).update(expr_keys(value))
+
+    def flow(self, scope: Scope, targets, value) -> None:
+        sources = expr_keys(value)
+        for target in targets:
+            for node in ast.walk(target):
+                key = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+                if key is not None and key != "self":
+                    scope.deps.setdefault(key, set()).update(sources)
+
+    # -- expressions --------------------------------------------------------------------
+    def expressions(self, stmt, scope: Scope) -> None:
+        """Record calls, backward sites, yields and walrus bindings in a simple statement
+        (compound statements: only their header expressions)."""
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            roots = [stmt.iter]
+        elif isinstance(stmt, ast.While):
+            roots = [stmt.test]
+        elif isinstance(stmt, ast.If):
+            roots = [stmt.test]
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            roots = [item.context_expr for item in stmt.items]
+        elif isinstance(stmt, (ast.Try, ast.ClassDef)) or type(stmt).__name__ in ("TryStar", "Match"):
+            roots = [stmt.subject] if type(stmt).__name__ == "Match" else []
+        else:
+            roots = [stmt]
+        for root in roots:
+            self.expressions_of(root, scope, stmt)
+
+    def expressions_of(self, root, scope: Scope, stmt) -> None:
+        ix = self.ix
+        for node in ast.walk(root):
+            if isinstance(node, ast.Call):
+                scope.calls.append((node, stmt))
+                site = backward_site(node, ix.imports)
+                if site is not None:
+                    scope.backward_sites.append(site)
+                    ix.has_backward = True
+            elif isinstance(node, (ast.Yield, ast.YieldFrom)) and node.value is not None:
+                scope.returns.append(node.value)
+            elif isinstance(node, ast.NamedExpr):
+                self.define(scope, node.target.id, stmt, node.value, "assign")
+            elif isinstance(node, (ast.Lambda,) + FUNC_TYPES) and node is not root:
+                # Lambdas are opaque: their bodies run later, in unknown contexts.
+                pass
+
+
+def _enables_grad(expr, imports: ImportMap) -> bool:
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    qual = imports.qualname(target) or dotted(target) or ""
+    short = qual.rsplit(".", 1)[-1]
+    if short == "enable_grad":
+        return True
+    if short == "set_grad_enabled" and isinstance(expr, ast.Call) and expr.args:
+        arg = expr.args[0]
+        return not (isinstance(arg, ast.Constant) and arg.value is False)
+    return False
+
+
+# Receivers of ``x.backward(loss)`` that are engines, not tensors.
+_BACKWARD_ENGINES = frozenset({"accelerator", "fabric", "engine", "model_engine", "self", "trainer",
+                               "deepspeed_engine", "ds_engine", "amp", "optimizer", "scaler",
+                               "runner", "booster", "strategy", "model", "module"})
+
+
+def backward_site(call: ast.Call, imports: ImportMap) -> Optional[BackwardSite]:
+    func = call.func
+    receiver = None
+    scalar_proof = False
+    if isinstance(func, ast.Attribute) and func.attr in ("backward", "manual_backward"):
+        owner = dotted(func.value)
+        owner_last = owner.rsplit(".", 1)[-1] if owner else None
+        if call.args and (func.attr == "manual_backward" or owner_last in _BACKWARD_ENGINES
+                          or imports.is_module_alias(owner or "")):
+            receiver = call.args[0]
+            scalar_proof = True
+        elif func.attr == "backward":
+            receiver = func.value
+            scalar_proof = not call.args and not any(k.arg in ("gradient", "grad_tensors") for k in call.keywords)
+    else:
+        qual = imports.qualname(func) or ""
+        if qual in ("torch.autograd.backward", "torch.autograd.grad") and call.args:
+            receiver = call.args[0]
+    if receiver is None:
+        return None
+    retain = any(
+        k.arg == "retain_graph" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+        for k in call.keywords
+    )
+    keys, direct = receiver_keys(receiver, imports)
+    return BackwardSite(call, receiver, tuple(sorted(keys)), scalar_proof, retain, tuple(sorted(direct)))
+
+
+def receiver_keys(expr: ast.AST, imports: ImportMap) -> Tuple[Set[str], Set[str]]:
+    """Names whose values are backpropagated by ``expr.backward()``: every value operand,
+    but not the callee of a wrapper such as ``scaler.scale(loss)``. The second set holds
+    the names backpropagated as they are (``loss``, ``loss / k``, ``scaler.scale(loss)``),
+    not through a reduction (``out.sum()``), for which ``backward()`` proves a scalar."""
+    out: Set[str] = set()
+    direct: Set[str] = set()
+
+    def visit(node, whole):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr not in ("scale",):
+                base = dotted(func.value)
+                if not (base and imports.is_module_alias(base.split(".")[0])):
+                    visit(func.value, False)
+            wrapper = isinstance(func, ast.Attribute) and func.attr == "scale"
+            for arg in node.args:
+                visit(arg, whole and wrapper)
+            for kw in node.keywords:
+                visit(kw.value, False)
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            path = dotted(node)
+            if path is not None:
+                out.add(path)
+                if whole:
+                    direct.add(path)
+            elif isinstance(node, ast.Attribute):
+                visit(node.value, False)
+        elif isinstance(node, ast.BinOp):
+            visit(node.left, whole)
+            visit(node.right, whole)
+        else:
+            for child in ast.iter_child_nodes(node):
+                visit(child, whole and isinstance(node, (ast.UnaryOp,)))
+
+    visit(expr, True)
+    out.discard("self")
+    direct.discard("self")
+    return out, direct

@@ -1,0 +1,292 @@
+"""What object a name denotes (an ``nn.Module``, a loss module, an instance of a
+project class) and which project functions a call can reach."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from .module_index import Scope
+from .names import dotted, last_name, looks_like_module_name
+from .project import FunctionRef
+from .summaries import CallSummary, summary_for
+
+STRONG = "strong"
+CONVENTION = "convention"
+
+NN_NOT_MODULES = frozenset({"Parameter", "ParameterList", "ParameterDict", "Module", "init",
+                            "functional", "utils", "UninitializedParameter", "Buffer"})
+MODULE_PASSTHROUGH_METHODS = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float",
+                                        "double", "bfloat16", "requires_grad_", "apply",
+                                        "share_memory", "to_empty", "type"})
+MODULE_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel",
+                             "torch.nn.parallel.DataParallel", "torch.compile", "copy.deepcopy",
+                             "torch.jit.script", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+                             "torch.distributed.fsdp.FullyShardedDataParallel"})
+FORWARD_METHODS = frozenset({"forward", "encode", "decode", "forward_features", "forward_head",
+                             "encode_image", "encode_text", "get_image_features",
+                             "get_text_features", "embed", "forward_train"})
+NON_FORWARD_METHODS = frozenset({"parameters", "named_parameters", "state_dict", "load_state_dict",
+                                 "to", "cuda", "cpu", "eval", "train", "zero_grad", "apply", "modules",
+                                 "children", "named_modules", "named_children", "buffers",
+                                 "named_buffers", "half", "float", "double", "bfloat16",
+                                 "requires_grad_", "generate", "save_pretrained", "from_pretrained",
+                                 "register_buffer", "register_parameter", "register_forward_hook",
+                                 "register_full_backward_hook", "register_forward_pre_hook",
+                                 "add_module", "get_submodule", "get_parameter", "extra_repr",
+                                 "num_parameters", "print_trainable_parameters", "resize_token_embeddings",
+                                 "get_input_embeddings", "get_output_embeddings", "tie_weights",
+                                 "gradient_checkpointing_enable", "share_memory", "type", "item",
+                                 "size", "numel", "dim", "detach", "tolist", "numpy", "eq", "argmax",
+                                 "get_config", "save", "load", "init_weights", "reset_parameters"})
+TENSOR_ATTRS_OF_MODULES = frozenset({"weight", "bias", "running_mean", "running_var", "config",
+                                     "training", "device", "dtype"})
+# Methods of builtin containers: resolving ``x.update(...)`` to a project method by name
+# alone would confuse ``dict.update`` with ``AverageMeter.update``.
+BUILTIN_METHOD_NAMES = frozenset(dir(dict) + dir(list) + dir(set) + dir(str)) | {"step", "zero_grad", "log"}
+
+
+@dataclass(frozen=True)
+class ObjectKind:
+    kind: str  # module | loss_module | instance
+    why: str
+    strength: str = STRONG
+    class_ref: Optional[Tuple[str, str]] = None
+    reduction_none: bool = False
+
+    @property
+    def is_module(self) -> bool:
+        return self.kind in ("module", "loss_module")
+
+    @property
+    def is_loss_module(self) -> bool:
+        return self.kind == "loss_module"
+
+
+class ObjectKinds:
+    MAX_DEPTH = 12
+
+    def __init__(self, analysis) -> None:
+        self.analysis = analysis
+        self.index = analysis.index
+        self._busy: set = set()
+
+    @property
+    def project(self):
+        return self.analysis.project
+
+    # -- kinds --------------------------------------------------------------------------
+    def kind_of(self, expr, scope: Scope, stmt, depth: int = 0) -> Optional[ObjectKind]:
+        if depth > self.MAX_DEPTH:
+            return None
+        if isinstance(expr, ast.Subscript):
+            base = self.kind_of(expr.value, scope, stmt, depth + 1)
+            return base if base is not None and base.is_module else None
+        if isinstance(expr, ast.Call):
+            return self.value_kind(expr, scope, stmt, depth + 1)
+        key = dotted(expr)
+        if key is None:
+            return None
+        if key == "self" and scope.class_name and self.project is not None:
+            if self.project.is_module_class(self.index.module_name, scope.class_name):
+                return ObjectKind("module", f"`{scope.class_name}` derives from nn.Module")
+            return ObjectKind("instance", f"instance of `{scope.class_name}`",
+                              class_ref=(self.index.module_name, scope.class_name))
+        guard = (id(scope.node), key, id(stmt))
+        if guard in self._busy:
+            return None
+        self._busy.add(guard)
+        try:
+            found = self._kind_from_defs(key, scope, stmt, depth)
+        finally:
+            self._busy.discard(guard)
+        if found is not None:
+            return found
+        if isinstance(expr, ast.Attribute) and expr.attr not in TENSOR_ATTRS_OF_MODULES:
+            base = self.kind_of(expr.value, scope, stmt, depth + 1)
+            if base is not None and base.kind == "module" and key.split(".")[0] != "self":
+                return ObjectKind("module", f"a submodule of {base.why}", base.strength)
+        name = last_name(expr)
+        if name and self.index.torch_aware and looks_like_module_name(name) and not self.is_project_callable(expr, scope):
+            return ObjectKind("module", f"`{key}` is named like a model", CONVENTION)
+        return None
+
+    def _kind_from_defs(self, key, scope, stmt, depth) -> Optional[ObjectKind]:
+        flow = self.analysis.flow
+        defs = flow.reaching(scope, key, stmt)
+        owner = scope
+        if not defs:
+            if key.startswith("self.") and scope.class_name:
+                for method in self.index.methods(scope.class_name):
+                    for d in method.defs_of(key):
+                        kind = self._def_kind(d, method, depth)
+                        if kind is not None:
+                            return kind
+                return None
+            parent = scope.parent
+            while parent is not None and not defs:
+                defs = parent.defs_of(key)
+                owner = parent
+                parent = parent.parent
+        for d in defs:
+            kind = self._def_kind(d, owner, depth)
+            if kind is not None:
+                return kind
+        return None
+
+    def _def_kind(self, d, scope, depth) -> Optional[ObjectKind]:
+        if d.kind == "param":
+            ann = getattr(d.stmt, "annotation", None)
+            if ann is not None:
+                qual = self.index.imports.qualname(ann) or dotted(ann) or ""
+                if qual.endswith(("nn.Module", "LightningModule", "PreTrainedModel")):
+                    return ObjectKind("module", f"annotated `{qual}`")
+                cls = self.resolve_class(ann, scope)
+                if cls is not None and self.project is not None:
+                    if self.project.is_module_class(*cls):
+                        return ObjectKind("module", f"annotated `{cls[1]}`, an nn.Module")
+                    return ObjectKind("instance", f"annotated `{cls[1]}`", class_ref=cls)
+            return None
+        if d.kind == "for" and d.value is not None:
+            base = self.kind_of(d.value, scope, d.stmt, depth + 1)
+            return base if base is not None and base.is_module else None
+        if d.kind in ("assign", "with") and d.value is not None and d.index is None:
+            return self.value_kind(d.value, scope, d.stmt, depth + 1)
+        return None
+
+    def value_kind(self, value, scope: Scope, stmt, depth: int = 0) -> Optional[ObjectKind]:
+        if isinstance(value, ast.IfExp):
+            return (self.value_kind(value.body, scope, stmt, depth + 1)
+                    or self.value_kind(value.orelse, scope, stmt, depth + 1))
+        if isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)):
+            return self.kind_of(value, scope, stmt, depth + 1)
+        if not isinstance(value, ast.Call):
+            return None
+        func = value.func
+        qual = self.index.imports.qualname(func) or ""
+        if qual.startswith("torch.nn.") and qual.count(".") == 2:
+            short = qual.rsplit(".", 1)[-1]
+            if short.endswith("Loss"):
+                return ObjectKind("loss_module", f"bound to `{dotted(func)}(...)`",
+                                  reduction_none=_reduction_none(value))
+            if short[:1].isupper() and short not in NN_NOT_MODULES:
+                return ObjectKind("module", f"bound to `{dotted(func)}(...)`")
+            return None
+        if qual in MODULE_WRAPPERS and value.args:
+            return self.kind_of(value.args[0], scope, stmt, depth + 1)
+        if qual in ("timm.create_model", "torch.hub.load") or qual.startswith("torchvision.models."):
+            return ObjectKind("module", f"built by `{dotted(func)}(...)`")
+        if isinstance(func, ast.Attribute):
+            if func.attr == "from_pretrained":
+                owner = last_name(func.value) or ""
+                if "Model" in owner or owner.startswith("Auto") or owner.endswith(("LM", "ForSequenceClassification")):
+                    return ObjectKind("module", f"loaded by `{owner}.from_pretrained(...)`")
+            if func.attr in MODULE_PASSTHROUGH_METHODS:
+                base = self.kind_of(func.value, scope, stmt, depth + 1)
+                if base is not None and base.is_module:
+                    return base
+                return None
+        cls = self.resolve_class(func, scope)
+        if cls is not None and self.project is not None:
+            module, name = cls
+            if self.project.is_module_class(module, name):
+                kind = "loss_module" if name.lower().endswith(("loss", "criterion")) else "module"
+                return ObjectKind(kind, f"an instance of `{name}`, which derives from nn.Module")
+            return ObjectKind("instance", f"an instance of `{name}`", class_ref=cls)
+        return None
+
+    # -- calls --------------------------------------------------------------------------
+    def module_call(self, call: ast.Call, scope: Scope, stmt):
+        from .graph import Evidence
+
+        func = call.func
+        kind = self.kind_of(func, scope, stmt)
+        if kind is not None and kind.kind == "module":
+            return Evidence(f"output of the module `{dotted(func) or 'module'}` ({kind.why})", call.lineno,
+                            strength=kind.strength)
+        if isinstance(func, ast.Attribute) and func.attr not in NON_FORWARD_METHODS:
+            base = self.kind_of(func.value, scope, stmt)
+            if base is not None and base.kind == "module":
+                # Custom methods of a model (``policy.evaluate_actions(obs)``) usually run
+                # its layers too, but that is a convention, not a proof.
+                strength = base.strength if func.attr in FORWARD_METHODS else CONVENTION
+                return Evidence(f"output of `{dotted(func)}` ({base.why})", call.lineno, strength=strength)
+        return None
+
+    def resolve_class(self, func, scope: Scope) -> Optional[Tuple[str, str]]:
+        if self.project is None:
+            return None
+        key = dotted(func)
+        if key is None:
+            return None
+        return self.project.resolve_class(self.index.module_name, key)
+
+    def resolve_functions(self, func, scope: Scope, stmt, arity: int = 0) -> List[FunctionRef]:
+        project = self.project
+        if project is None:
+            return []
+        module = self.index.module_name
+        if isinstance(func, ast.Name):
+            table = project.tables.get(module)
+            if table is not None and func.id in table.functions:
+                return [FunctionRef(module, func.id)]
+            target = self.index.imports.aliases.get(func.id)
+            if target:
+                found = project.resolve_symbol(target)
+                if found and found[1] in project.tables[found[0]].functions:
+                    return [FunctionRef(*found)]
+            return []
+        if not isinstance(func, ast.Attribute):
+            return []
+        method = func.attr
+        owner = func.value
+        if isinstance(owner, ast.Name) and owner.id == "self" and scope.class_name:
+            return project.methods_in_hierarchy(module, scope.class_name, method)
+        owner_key = dotted(owner)
+        if owner_key and owner_key.split(".")[0] in self.index.imports.aliases:
+            qual = self.index.imports.qualname(func)
+            found = project.resolve_symbol(qual) if qual else None
+            if found and found[1] in project.tables[found[0]].functions:
+                return [FunctionRef(*found)]
+            return []
+        kind = self.kind_of(owner, scope, stmt)
+        if kind is not None:
+            if kind.class_ref is not None:
+                return project.methods_in_hierarchy(kind.class_ref[0], kind.class_ref[1], method)
+            return []
+        if method in BUILTIN_METHOD_NAMES and arity < 2:
+            return []
+        return [ref for ref in project.functions_named(method) if "." in ref.qualname]
+
+    def is_project_callable(self, func, scope: Scope) -> bool:
+        if self.project is None:
+            return False
+        if isinstance(func, ast.Name):
+            if self.resolve_class(func, scope) is not None:
+                return True
+            return bool(self.resolve_functions(func, scope, None))
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            return bool(scope.class_name and self.project.methods_in_hierarchy(
+                self.index.module_name, scope.class_name, func.attr))
+        return False
+
+    def call_summary(self, call: ast.Call, scope: Scope, stmt, arity: int) -> Optional[CallSummary]:
+        refs = self.resolve_functions(call.func, scope, stmt, arity)
+        if not refs:
+            return None
+        by_name = not (isinstance(call.func, ast.Name) or (
+            isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+            and call.func.value.id == "self"))
+        summaries = [s for s in (summary_for(self.project, ref) for ref in refs) if s is not None]
+        if arity >= 2:
+            summaries = [s for s in summaries if s.can_unpack(arity)]
+        if not summaries:
+            return None
+        return CallSummary(dotted(call.func) or "call", summaries, by_name and len(refs) > 1,
+                           call=call, caller=self.analysis, stmt=stmt)
+
+
+def _reduction_none(call: ast.Call) -> bool:
+    return any(k.arg == "reduction" and isinstance(k.value, ast.Constant) and k.value.value == "none"
+               for k in call.keywords)

@@ -1,0 +1,268 @@
+"""Cross-file knowledge: which modules, classes and functions the linted tree defines,
+who calls whom under ``no_grad``, and per-function summaries computed on demand.
+
+A first pass turns every file into a small :class:`SymbolTable` (cheap, cacheable by
+content hash). Function summaries ("returns graph-carrying values at positions …",
+"accumulates parameter N into ``self``") are computed lazily, when a rule first asks,
+by analysing the callee's module; parsed modules are kept in a bounded cache.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Set, Tuple
+
+from .module_index import FUNC_TYPES, ModuleIndex, Scope
+from .names import dotted
+
+LIGHTNING_NO_GRAD_HOOKS = frozenset(
+    {"validation_step", "test_step", "predict_step", "validation_step_end", "test_step_end",
+     "on_validation_epoch_end", "on_test_epoch_end", "validation_epoch_end", "test_epoch_end",
+     "on_validation_batch_end", "on_test_batch_end", "on_predict_batch_end"}
+)
+
+MODULE_BASES = frozenset(
+    {"torch.nn.Module", "torch.nn.modules.module.Module", "pytorch_lightning.LightningModule",
+     "lightning.LightningModule", "lightning.pytorch.LightningModule",
+     "pytorch_lightning.core.LightningModule", "lightning.pytorch.core.LightningModule",
+     "transformers.PreTrainedModel", "transformers.modeling_utils.PreTrainedModel"}
+)
+
+
+@dataclass
+class CallSite:
+    caller: str  # "<module>:<qualname>"
+    grad_off: bool
+
+
+@dataclass
+class SymbolTable:
+    """What one module contributes to the project, without its syntax tree."""
+
+    module: str
+    path: str
+    functions: Dict[str, str] = field(default_factory=dict)  # qualname -> simple name
+    classes: Dict[str, List[str]] = field(default_factory=dict)  # class -> base names
+    imports: Dict[str, str] = field(default_factory=dict)
+    call_sites: Dict[str, List[Tuple[str, bool]]] = field(default_factory=dict)
+    backward_functions: Set[str] = field(default_factory=set)
+    callees: Dict[str, Set[str]] = field(default_factory=dict)  # qualname -> simple names called
+
+
+def module_symbols(index: ModuleIndex, path: str) -> SymbolTable:
+    table = SymbolTable(module=index.module_name, path=path)
+    table.imports = dict(index.imports.aliases)
+    for name, node in index.classes.items():
+        table.classes[name] = [
+            index.imports.qualname(b) or dotted(b) or "" for b in node.bases
+        ]
+    for scope in index.scopes:
+        if scope.is_function:
+            table.functions[scope.qualname] = scope.name
+            if scope.backward_sites:
+                table.backward_functions.add(scope.qualname)
+        called = table.callees.setdefault(scope.qualname, set())
+        for call, stmt in scope.calls:
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else (
+                call.func.id if isinstance(call.func, ast.Name) else None)
+            if name is None:
+                continue
+            called.add(name)
+            ctx = index.ctx(stmt)
+            off = bool(ctx and ctx.grad_off)
+            table.call_sites.setdefault(name, []).append((scope.qualname, off))
+    return table
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    module: str
+    qualname: str
+
+
+class ProjectIndex:
+    """All modules of one lint run. ``loader(module) -> ModuleAnalysis`` re-parses on demand."""
+
+    def __init__(self, loader: Optional[Callable[[str], object]] = None, cache_size: int = 64) -> None:
+        self.tables: Dict[str, SymbolTable] = {}
+        self._suffixes: Dict[str, List[str]] = {}
+        self._loader = loader
+        self._cache: "OrderedDict[str, object]" = OrderedDict()
+        self._cache_size = cache_size
+        self._pinned: Dict[str, object] = {}
+        self.in_progress: Set[Tuple] = set()
+        self.memo: Dict[Tuple, object] = {}
+        self._by_simple: Optional[Dict[str, List[FunctionRef]]] = None
+        self._call_sites: Optional[Dict[str, List[Tuple[str, str, bool]]]] = None
+
+    # -- building -----------------------------------------------------------------------
+    def add(self, table: SymbolTable) -> None:
+        self.tables[table.module] = table
+        parts = table.module.split(".")
+        for i in range(len(parts)):
+            self._suffixes.setdefault(".".join(parts[i:]), []).append(table.module)
+        self._by_simple = None
+        self._call_sites = None
+
+    def pin(self, module: str, analysis: object) -> None:
+        """Keep the analysis of the file being linted so lookups reuse it."""
+        self._pinned[module] = analysis
+
+    def unpin(self, module: str) -> None:
+        self._pinned.pop(module, None)
+
+    def analysis(self, module: str):
+        if module in self._pinned:
+            return self._pinned[module]
+        if module in self._cache:
+            self._cache.move_to_end(module)
+            return self._cache[module]
+        if self._loader is None or module not in self.tables:
+            return None
+        result = self._loader(module)
+        self._cache[module] = result
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return result
+
+    # -- lookups ------------------------------------------------------------------------
+    def find_module(self, dotted_name: str) -> Optional[str]:
+        if dotted_name in self.tables:
+            return dotted_name
+        found = self._suffixes.get(dotted_name)
+        if found and len(found) == 1:
+            return found[0]
+        return None
+
+    def resolve_symbol(self, qualified: str) -> Optional[Tuple[str, str]]:
+        """Split ``pkg.mod.Name.attr`` into (project module, symbol) when the module is ours."""
+        parts = qualified.split(".")
+        for k in range(len(parts) - 1, 0, -1):
+            module = self.find_module(".".join(parts[:k]))
+            if module is not None:
+                return module, ".".join(parts[k:])
+        return None
+
+    def functions_named(self, name: str) -> List[FunctionRef]:
+        if self._by_simple is None:
+            by: Dict[str, List[FunctionRef]] = {}
+            for table in self.tables.values():
+                for qual, simple in table.functions.items():
+                    by.setdefault(simple, []).append(FunctionRef(table.module, qual))
+            self._by_simple = by
+        return self._by_simple.get(name, [])
+
+    def call_sites(self, name: str) -> List[Tuple[str, str, bool]]:
+        """(module, caller qualname, called under no_grad there) for calls spelled ``name``."""
+        if self._call_sites is None:
+            sites: Dict[str, List[Tuple[str, str, bool]]] = {}
+            for table in self.tables.values():
+                for callee, entries in table.call_sites.items():
+                    bucket = sites.setdefault(callee, [])
+                    bucket.extend((table.module, caller, off) for caller, off in entries)
+            self._call_sites = sites
+        return self._call_sites.get(name, [])
+
+    def class_table(self, module: str, class_name: str) -> Optional[List[str]]:
+        table = self.tables.get(module)
+        if table is None:
+            return None
+        return table.classes.get(class_name)
+
+    def resolve_class(self, module: str, name: str) -> Optional[Tuple[str, str]]:
+        """Find the project class a name refers to from ``module`` (local or imported)."""
+        table = self.tables.get(module)
+        if table is None:
+            return None
+        if name in table.classes:
+            return module, name
+        head, _, rest = name.partition(".")
+        target = table.imports.get(head)
+        if target is not None:
+            full = f"{target}.{rest}" if rest else target
+            found = self.resolve_symbol(full)
+            if found and found[1] in self.tables[found[0]].classes:
+                return found
+        return None
+
+    def class_bases(self, module: str, name: str, seen: Optional[Set] = None) -> Set[str]:
+        """All base names (qualified where known) of a project class, transitively."""
+        seen = seen if seen is not None else set()
+        if (module, name) in seen:
+            return set()
+        seen.add((module, name))
+        out: Set[str] = set()
+        for base in self.class_table(module, name) or []:
+            out.add(base)
+            found = self.resolve_class(module, base) or (self.resolve_symbol(base) if "." in base else None)
+            if found and found[1] in self.tables[found[0]].classes:
+                out |= self.class_bases(found[0], found[1], seen)
+        return out
+
+    def is_module_class(self, module: str, name: str) -> bool:
+        bases = self.class_bases(module, name)
+        return any(b in MODULE_BASES or b.endswith(("nn.Module", "LightningModule", "PreTrainedModel"))
+                   for b in bases)
+
+    def is_lightning_class(self, module: str, name: str) -> bool:
+        return any(b.endswith("LightningModule") for b in self.class_bases(module, name))
+
+    def methods_in_hierarchy(self, module: str, class_name: str, method: str) -> List[FunctionRef]:
+        """The method as defined on the class or the nearest project base defining it."""
+        todo = [(module, class_name)]
+        seen = set()
+        while todo:
+            mod, cls = todo.pop(0)
+            if (mod, cls) in seen:
+                continue
+            seen.add((mod, cls))
+            table = self.tables.get(mod)
+            if table is None:
+                continue
+            qual = f"{cls}.{method}"
+            if qual in table.functions:
+                return [FunctionRef(mod, qual)]
+            for base in table.classes.get(cls, []):
+                found = self.resolve_class(mod, base)
+                if found:
+                    todo.append(found)
+        return []
+
+    def calls_backward(self, ref: FunctionRef, depth: int = 0) -> bool:
+        """Does the function call ``backward()`` itself or through project callees?"""
+        key = ("calls_backward", ref)
+        if key in self.memo:
+            return bool(self.memo[key])
+        if key in self.in_progress or depth > 6:
+            return False
+        table = self.tables.get(ref.module)
+        if table is None:
+            return False
+        if ref.qualname in table.backward_functions:
+            self.memo[key] = True
+            return True
+        self.in_progress.add(key)
+        try:
+            found = False
+            for name in table.callees.get(ref.qualname, ()):
+                for target in self.functions_named(name):
+                    if self.calls_backward(target, depth + 1):
+                        found = True
+                        break
+                if found:
+                    break
+        finally:
+            self.in_progress.discard(key)
+        self.memo[key] = found
+        return found
+
+    def scope_for(self, ref: FunctionRef) -> Optional[Tuple[object, Scope]]:
+        analysis = self.analysis(ref.module)
+        if analysis is None:
+            return None
+        for scope in analysis.index.scopes:
+            if scope.qualname == ref.qualname and isinstance(scope.node, FUNC_TYPES):
+                return analysis, scope
+        return None

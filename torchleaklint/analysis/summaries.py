@@ -1,0 +1,216 @@
+"""Per-function summaries that other functions (and files) consult:
+
+* what a function returns — graph-carrying or not, position by position for tuples;
+* which of its parameters it accumulates or stores into ``self`` state (AverageMeter).
+
+Summaries are computed the first time they are asked for, from the callee's own
+analysis, and memoised on the project index.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, replace
+from typing import List, Optional, Tuple
+
+from .module_index import Scope, expr_keys
+from .names import dotted, looks_like_loss_name
+
+
+@dataclass
+class ParamSink:
+    index: int  # position among the call's arguments (``self`` not counted)
+    name: str
+    line: int
+    how: str  # "accumulates it into `self.sum`"
+
+
+class FunctionSummary:
+    def __init__(self, project, ref, analysis, scope: Scope) -> None:
+        self.project = project
+        self.ref = ref
+        self.analysis = analysis
+        self.scope = scope
+        self._positions = {}
+
+    @property
+    def where(self) -> str:
+        return f"{self.ref.qualname} ({_short(self.analysis.path)}:{self.scope.node.lineno})"
+
+    def can_unpack(self, arity: int) -> bool:
+        for expr in self.scope.returns:
+            if isinstance(expr, (ast.Tuple, ast.List)):
+                if len(expr.elts) == arity:
+                    return True
+            elif not isinstance(expr, ast.Constant):
+                return True
+        return False
+
+    def position(self, index: Optional[int]):
+        """Evidence that the returned value (or its element ``index``) carries a graph."""
+        if index not in self._positions:
+            self._positions[index] = self._evaluate(self.analysis.graph, index, "returns")
+        return self._positions[index]
+
+    def param_flow(self, index: Optional[int]) -> List[Tuple[int, str]]:
+        """Parameters whose argument's graph reaches the returned value at ``index``:
+        ``def loss_function(recon, x, mu, logvar): ... return bce + kld, kld``."""
+        key = ("param_flow", index)
+        if key in self._positions:
+            return self._positions[key]
+        self._positions[key] = []
+        params = list(self.scope.params)
+        offset = 1 if params and params[0] in ("self", "cls") else 0
+        found = []
+        for i, name in enumerate(params[offset:]):
+            oracle = self.analysis.graph.assuming(self.scope, name)
+            if self._evaluate(oracle, index, ("param", name)) is not None:
+                found.append((i, name))
+        self._positions[key] = found
+        return found
+
+    def _evaluate(self, oracle, index: Optional[int], tag):
+        key = (tag, self.ref, index)
+        project = self.project
+        if key in project.in_progress:
+            return None
+        project.in_progress.add(key)
+        try:
+            for expr in self.scope.returns:
+                stmt = _stmt_of(self.analysis, self.scope, expr)
+                if stmt is None:
+                    continue
+                target = expr
+                if index is not None and isinstance(expr, (ast.Tuple, ast.List)):
+                    if index >= len(expr.elts):
+                        continue
+                    target = expr.elts[index]
+                ev = oracle.carrying(target, stmt)
+                if ev is not None:
+                    return ev
+        finally:
+            project.in_progress.discard(key)
+        return None
+
+    def param_sinks(self) -> List[ParamSink]:
+        """Parameters this method accumulates or appends into ``self`` state."""
+        cached = self.__dict__.get("_sinks")
+        if cached is not None:
+            return cached
+        sinks: List[ParamSink] = []
+        params = list(self.scope.params)
+        offset = 1 if params and params[0] in ("self", "cls") else 0
+        for stmt in self.scope.statements:
+            how = None
+            target = None
+            value = None
+            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Add, ast.Sub)):
+                target, value = dotted(stmt.target), stmt.value
+                how = "accumulates it into `{}`"
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target = dotted(stmt.targets[0])
+                if target and target in expr_keys(stmt.value) and isinstance(stmt.value, ast.BinOp):
+                    value = stmt.value
+                    how = "accumulates it into `{}`"
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                func = stmt.value.func
+                if isinstance(func, ast.Attribute) and func.attr in ("append", "extend", "insert", "appendleft"):
+                    target = dotted(func.value)
+                    value = stmt.value
+                    how = "stores it in `{}`"
+            if not how or not target or not target.startswith("self."):
+                continue
+            used = expr_keys(value)
+            for i, name in enumerate(params[offset:]):
+                rebound = any(d.kind != "param" for d in self.scope.defs_of(name))
+                if name in used and not rebound:
+                    sinks.append(ParamSink(i, name, stmt.lineno, how.format(target)))
+        self.__dict__["_sinks"] = sinks
+        return sinks
+
+
+class CallSummary:
+    """The summaries a call may reach (several when resolved by method name only)."""
+
+    def __init__(self, callee: str, summaries: List[FunctionSummary], ambiguous: bool,
+                 call=None, caller=None, stmt=None) -> None:
+        self.callee = callee
+        self.summaries = summaries
+        self.ambiguous = ambiguous
+        self.call = call
+        self.caller = caller  # the calling module's analysis
+        self.stmt = stmt
+
+    def position(self, index: Optional[int]):
+        what = "its result" if index is None else f"element {index} of its result"
+        found = None
+        for summary in self.summaries:
+            ev = summary.position(index)
+            if ev is None:
+                found = None
+                break  # every candidate must agree
+            found = found or (summary, ev)
+        if found is not None:
+            summary, ev = found
+            via = " (resolved by method name)" if self.ambiguous or len(self.summaries) > 1 else ""
+            return replace(ev, text=f"`{self.callee}(...)`{via} returns a graph-carrying value as {what}: "
+                                    f"{ev.text} in {summary.where}")
+        if len(self.summaries) == 1 and self.call is not None and self.caller is not None:
+            return self._through_arguments(self.summaries[0], index, what)
+        return None
+
+    def _through_arguments(self, summary: FunctionSummary, index, what):
+        for i, name in summary.param_flow(index):
+            arg = argument_for(self.call, i, name)
+            if arg is None:
+                continue
+            ev = self.caller.graph.carrying(arg, self.stmt)
+            if ev is not None:
+                loss_like = ev.loss_like or looks_like_loss_name(summary.scope.name)
+                return replace(ev, scalar=False, tensor=ev.tensor, loss_like=loss_like,
+                               text=f"`{self.callee}(...)` computes {what} from its argument `{name}`, "
+                                    f"and {ev.text}")
+        return None
+
+    def whole(self):
+        return self.position(None)
+
+
+def argument_for(call: ast.Call, index: int, name: str):
+    """The argument a call passes for parameter ``name`` at position ``index``."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    if any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return None
+    if index < len(call.args):
+        return call.args[index]
+    return None
+
+
+def summary_for(project, ref) -> Optional[FunctionSummary]:
+    key = ("summary", ref)
+    if key in project.memo:
+        return project.memo[key]
+    found = project.scope_for(ref)
+    summary = FunctionSummary(project, ref, found[0], found[1]) if found else None
+    project.memo[key] = summary
+    return summary
+
+
+def _stmt_of(analysis, scope: Scope, expr):
+    for stmt in scope.statements:
+        if isinstance(stmt, ast.Return) and stmt.value is expr:
+            return stmt
+        if isinstance(stmt, ast.Expr) and (stmt.value is expr or getattr(stmt.value, "value", None) is expr):
+            return stmt
+    for stmt in scope.statements:
+        if isinstance(stmt, (ast.Assign, ast.Expr, ast.AugAssign)):
+            for node in ast.walk(stmt):
+                if node is expr:
+                    return stmt
+    return None
+
+
+def _short(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]

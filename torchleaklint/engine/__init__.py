@@ -1,0 +1,1 @@
+"""Discovery, per-file linting, fixing and writing."""

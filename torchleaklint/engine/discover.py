@@ -1,0 +1,143 @@
+"""Which files to lint: directories recursively for ``*.py``, minus excluded folders and
+what ``.gitignore`` ignores; files named on the command line are always linted."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence, Set
+
+
+class DiscoveryError(Exception):
+    """A path given by the user does not exist; one line."""
+
+
+def discover(paths: Sequence[str], exclude: Sequence[str] = (), respect_gitignore: bool = True) -> List[str]:
+    files: List[str] = []
+    seen: Set[str] = set()
+    for raw in paths:
+        if not os.path.lexists(raw):
+            raise DiscoveryError(f"{raw}: no such file or directory")
+        if os.path.isdir(raw):
+            allowed = _git_visible(raw) if respect_gitignore else None
+            for path in _walk(raw, exclude, allowed, respect_gitignore):
+                key = os.path.realpath(path)
+                if key not in seen:
+                    seen.add(key)
+                    files.append(path)
+        else:
+            key = os.path.realpath(raw)
+            if key not in seen:
+                seen.add(key)
+                files.append(raw)
+    return files
+
+
+def _excluded(name: str, rel: str, exclude: Sequence[str]) -> bool:
+    for pattern in exclude:
+        pattern = pattern.rstrip("/")
+        if fnmatch(name, pattern) or fnmatch(rel, pattern):
+            return True
+    return False
+
+
+def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respect_gitignore: bool) -> Iterable[str]:
+    ignores = _GitignoreStack() if (respect_gitignore and allowed is None) else None
+    visited: Set[str] = set()
+    for folder, dirs, names in os.walk(root, followlinks=False, onerror=lambda e: None):
+        real = os.path.realpath(folder)
+        if real in visited:
+            dirs[:] = []
+            continue
+        visited.add(real)
+        if ignores is not None:
+            ignores.enter(folder)
+        rel_folder = os.path.relpath(folder, root)
+        keep = []
+        for d in sorted(dirs):
+            rel = os.path.normpath(os.path.join(rel_folder, d)).replace(os.sep, "/")
+            full = os.path.join(folder, d)
+            if _excluded(d, rel, exclude) or os.path.islink(full):
+                continue
+            if ignores is not None and ignores.ignored(full, is_dir=True):
+                continue
+            keep.append(d)
+        dirs[:] = keep
+        for name in sorted(names):
+            if not name.endswith((".py", ".pyi")):
+                continue
+            full = os.path.join(folder, name)
+            rel = os.path.normpath(os.path.join(rel_folder, name)).replace(os.sep, "/")
+            if _excluded(name, rel, exclude):
+                continue
+            if allowed is not None and os.path.realpath(full) not in allowed:
+                continue
+            if ignores is not None and ignores.ignored(full, is_dir=False):
+                continue
+            yield full
+
+
+def _git_visible(root: str) -> Optional[Set[str]]:
+    """Tracked and untracked-but-not-ignored files under ``root``, when it is in a git work tree."""
+    try:
+        top = subprocess.run(["git", "-C", root, "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=20)
+        if top.returncode != 0:
+            return None
+        listing = subprocess.run(["git", "-C", root, "ls-files", "-z", "-co", "--exclude-standard", "--", "."],
+                                 capture_output=True, timeout=60)
+        if listing.returncode != 0:
+            return None
+    except (OSError, subprocess.SubprocessError):
+        return None
+    base = os.path.realpath(root)
+    out = set()
+    for rel in listing.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if rel:
+            out.add(os.path.realpath(os.path.join(base, rel)))
+    return out
+
+
+class _GitignoreStack:
+    """A small ``.gitignore`` reader for trees outside git: names, globs, ``dir/``,
+    anchored ``/path`` and ``!`` negation, per folder."""
+
+    def __init__(self) -> None:
+        self.rules: List[tuple] = []  # (base folder, pattern, negate, dir_only, anchored)
+
+    def enter(self, folder: str) -> None:
+        path = os.path.join(folder, ".gitignore")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            line = line.rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negate = line.startswith("!")
+            if negate:
+                line = line[1:]
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            anchored = "/" in line
+            self.rules.append((folder, line.lstrip("/"), negate, dir_only, anchored))
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        result = False
+        for base, pattern, negate, dir_only, anchored in self.rules:
+            if dir_only and not is_dir:
+                continue
+            try:
+                rel = Path(os.path.relpath(path, base)).as_posix()
+            except ValueError:
+                continue
+            if rel.startswith(".."):
+                continue
+            target = rel if anchored else os.path.basename(path)
+            if fnmatch(target, pattern):
+                result = not negate
+        return result

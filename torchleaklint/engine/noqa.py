@@ -1,0 +1,36 @@
+"""``# noqa`` and ``# noqa: TLL001,TLL002`` suppression comments."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, FrozenSet, Optional, Sequence
+
+_NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+
+ALL = frozenset({"*"})
+
+
+def noqa_directives(text: str, lines: Sequence[str]) -> Dict[int, FrozenSet[str]]:
+    """Line number -> suppressed codes (``{"*"}`` for a bare ``# noqa``)."""
+    out: Dict[int, FrozenSet[str]] = {}
+    if "noqa" not in text.lower():
+        return out
+    for lineno, line in enumerate(lines, start=1):
+        if "#" not in line:
+            continue
+        match = _NOQA.search(line)
+        if match is None:
+            continue
+        codes = match.group("codes")
+        if codes:
+            out[lineno] = frozenset(c.upper() for c in re.split(r"[,\s]+", codes) if c)
+        else:
+            out[lineno] = ALL
+    return out
+
+
+def is_suppressed(directives: Dict[int, FrozenSet[str]], line: int, code: str) -> bool:
+    codes: Optional[FrozenSet[str]] = directives.get(line)
+    if codes is None:
+        return False
+    return codes is ALL or "*" in codes or code in codes

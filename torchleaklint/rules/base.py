@@ -1,0 +1,125 @@
+"""What a rule is: code, name, docs, embedded examples, and a ``check`` that turns a
+module's analysis into diagnostics. Rules never read files, print or write."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+
+from ..diagnostics import Diagnostic, Edit, Fix, Position
+
+DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead", "Fix safety", "Memory impact")
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An embedded example the rule must flag; ``fixed`` is the expected ``--unsafe-fixes`` output."""
+
+    code: str
+    fixed: Optional[str] = None
+    count: int = 1
+
+
+class RuleContext:
+    """What a rule sees of one file."""
+
+    def __init__(self, analysis, source, path: str, options: Dict[str, object]) -> None:
+        self.analysis = analysis
+        self.source = source
+        self.path = path
+        self.options = options
+
+    def position(self, line: int, byte_col: int) -> Position:
+        return Position(line, self.source.char_col(line, byte_col))
+
+    def start(self, node: ast.AST) -> Position:
+        return self.position(node.lineno, node.col_offset)
+
+    def end(self, node: ast.AST) -> Position:
+        return self.position(node.end_lineno, node.end_col_offset)
+
+    def text_of(self, node: ast.AST) -> str:
+        source = self.source
+        start, end = self.start(node), self.end(node)
+        return source.text[source.offset(start.line, start.col):source.offset(end.line, end.col)]
+
+    def insert_before(self, node: ast.AST, text: str) -> Edit:
+        pos = self.start(node)
+        return Edit(pos, pos, text)
+
+    def insert_after(self, node: ast.AST, text: str) -> Edit:
+        pos = self.end(node)
+        return Edit(pos, pos, text)
+
+
+class Rule:
+    code: str = ""
+    name: str = ""
+    summary: str = ""
+    fix_availability: str = "sometimes"  # always | sometimes | never
+    repro: Optional[str] = None  # module name of the runtime reproduction, if any
+    VALID: Sequence[str] = ()
+    INVALID: Sequence[Invalid] = ()
+    default_options: Dict[str, object] = {}
+    option_choices: Dict[str, tuple] = {}
+
+    def check(self, ctx: RuleContext) -> Iterable[Diagnostic]:
+        raise NotImplementedError
+
+    @classmethod
+    def validate_option(cls, option: str, value: object) -> Optional[str]:
+        """A one-line problem with a configured option value, or None."""
+        default = cls.default_options[option]
+        if type(value) is not type(default):
+            return f"expected {type(default).__name__}, got {value!r}"
+        choices = cls.option_choices.get(option)
+        if choices and value not in choices:
+            return f"expected one of {', '.join(repr(c) for c in choices)}, got {value!r}"
+        return None
+
+    # -- helpers for subclasses ---------------------------------------------------------
+    def diagnostic(self, ctx: RuleContext, node: ast.AST, message: str, fix: Optional[Fix] = None,
+                   evidence: Sequence[str] = ()) -> Diagnostic:
+        return Diagnostic(
+            code=self.code,
+            message=message,
+            path=ctx.path,
+            start=ctx.start(node),
+            end=ctx.end(node),
+            fix=fix,
+            evidence=tuple(evidence),
+            noqa_line=node.lineno,
+        )
+
+    @classmethod
+    def docs(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def doc_sections(cls) -> Dict[str, str]:
+        """The fixed sections of the rule's docs, by heading."""
+        out: Dict[str, str] = {}
+        current = None
+        lines: List[str] = []
+        for line in cls.docs().splitlines():
+            if line.startswith("## "):
+                if current:
+                    out[current] = "\n".join(lines).strip()
+                current = line[3:].strip()
+                lines = []
+            elif current:
+                lines.append(line)
+        if current:
+            out[current] = "\n".join(lines).strip()
+        return out
+
+    @classmethod
+    def source_file(cls) -> str:
+        return inspect.getsourcefile(cls) or ""
+
+
+def iter_functions(ctx: RuleContext) -> Iterator:
+    yield from ctx.analysis.index.scopes

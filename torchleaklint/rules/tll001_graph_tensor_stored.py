@@ -1,0 +1,186 @@
+"""TLL001 graph-tensor-stored."""
+
+from __future__ import annotations
+
+import ast
+
+from ..analysis.graph import CONVENTION
+from ..analysis.lifetimes import legitimate_keep, outlives_iteration
+from ..analysis.loops import function_calls_backward, loop_calls_backward
+from ..analysis.stores import all_stores
+from ..analysis.uses import classify_uses
+from .base import Invalid, Rule, RuleContext
+from .detach_fix import FIX_STYLES, build_fix, carrying_parts
+
+
+class GraphTensorStored(Rule):
+    """
+    ## What it does
+    Finds tensors that carry an autograd graph being stored in a container that outlives
+    the loop iteration (or the call, for `self.*` and module-level containers):
+    `losses.append(loss)`, `history["loss"].append(loss)`, `outputs[i] = out`,
+    `hist += [loss]`, `seen.add(out)`.
+
+    ## Why is this bad
+    A tensor produced by a forward pass references its `grad_fn`, and through it the
+    whole graph of the step: autograd nodes, saved activations, and the inputs they
+    hold. Storing it keeps all of that alive after the step is over, so memory grows by
+    one graph per iteration until the run dies of OOM. (Seed incident: storing
+    `actor_loss`/`critic_loss` per update grew RAM to 175 GB in seven generations.)
+
+    ## Example
+    ```python
+    losses = []
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss)
+    print(sum(losses) / len(losses))
+    ```
+
+    ## Use instead
+    ```python
+    losses = []
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    print(sum(losses) / len(losses))
+    ```
+
+    ## Fix safety
+    The fix appends `.item()` when the value is a scalar loss and every later use of the
+    container treats its elements as numbers; `.detach().clone()` for scalar losses that
+    must stay tensors; `.detach()` for other tensors. It is **safe** when the value is
+    proven to be a tensor (and, for `.item()`, a scalar with numeric uses only); it is
+    **unsafe** when the evidence is a naming convention or a use of the container could
+    not be followed (returned, passed to unknown code). Set
+    `[tool.torchleaklint.tll001] fix-style = "item" | "detach"` to force a style.
+
+    ## Memory impact
+    One full autograd graph per iteration: for a loss, every activation saved by the
+    forward pass (often MBs to GBs per step on a real model), until the container dies.
+    """
+
+    code = "TLL001"
+    name = "graph-tensor-stored"
+    summary = "A graph-carrying tensor is stored in a container that outlives the iteration"
+    fix_availability = "sometimes"
+    repro = "tll001_loss_list"
+    default_options = {"fix-style": "auto"}
+    option_choices = {"fix-style": FIX_STYLES}
+
+    VALID = [
+        # Detached before storing.
+        """
+import torch
+losses = []
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    losses.append(loss.item())
+""",
+        # The container is consumed by one backward.
+        """
+import torch
+parts = []
+for head in heads:
+    parts.append(criterion(head(x), y))
+torch.stack(parts).sum().backward()
+""",
+        # Work under no_grad.
+        """
+import torch
+preds = []
+with torch.no_grad():
+    for x in loader:
+        preds.append(model(x))
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+losses = []
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    losses.append(loss)
+print(sum(losses) / len(losses))
+""",
+            fixed="""
+import torch
+losses = []
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    losses.append(loss.item())
+print(sum(losses) / len(losses))
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+model = nn.Linear(4, 1)
+history = {"out": []}
+for x in batches:
+    out = model(x)
+    out.sum().backward()
+    history["out"].append(out)
+""",
+            fixed="""
+import torch
+import torch.nn as nn
+model = nn.Linear(4, 1)
+history = {"out": []}
+for x in batches:
+    out = model(x)
+    out.sum().backward()
+    history["out"].append(out.detach())
+""",
+        ),
+    ]
+
+    def check(self, ctx: RuleContext):
+        analysis = ctx.analysis
+        graph = analysis.graph
+        for scope in analysis.index.scopes:
+            for site in all_stores(analysis, scope):
+                if site.how == "setitem" and isinstance(site.stmt.targets[0].slice, ast.Constant):
+                    continue  # overwritten every iteration: at most one graph alive
+                evidence = graph.carrying(site.value, site.stmt)
+                if evidence is None:
+                    continue
+                own = [d for d in scope.defs_of(site.container) if d.kind == "aug"]
+                escape = outlives_iteration(analysis, scope, site.stmt, site.container, own_defs=own)
+                if escape is None:
+                    continue
+                if legitimate_keep(analysis, scope, site.container, site.stmt, escape.loop) is not None:
+                    continue
+                if evidence.strength == CONVENTION and not self._trains(analysis, scope, escape.loop):
+                    continue
+                stores = [s.stmt for s in all_stores(analysis, scope) if s.container == site.container]
+                uses, why = classify_uses(analysis, scope, site.container, skip_stmts=stores, container=True)
+                fix = build_fix(ctx, carrying_parts(ctx, site.value, site.stmt), uses, why)
+                value = ctx.text_of(site.value)
+                if len(value) > 40:
+                    value = value[:37] + "..."
+                lifetime = "iteration" if escape.loop is not None else "call"
+                message = (f"`{value}` carries an autograd graph and is stored in `{site.container}`, "
+                           f"which outlives the {lifetime}; each step's graph stays alive")
+                if evidence.strength == CONVENTION:
+                    message += " (evidence is a naming convention)"
+                notes = [f"graph: {evidence.describe()}", f"lifetime: {escape.text}"]
+                if why:
+                    notes.append(f"fix: {why}")
+                yield self.diagnostic(ctx, site.stmt, message, fix, notes)
+
+    @staticmethod
+    def _trains(analysis, scope, loop) -> bool:
+        """Convention-only evidence fires only where a backward pass shows grad is on."""
+        if loop is not None and loop_calls_backward(analysis, scope, loop):
+            return True
+        return function_calls_backward(analysis, scope) is not None

@@ -1,0 +1,87 @@
+"""The lint/fix job over a set of files, shared by the CLI and the Python API."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from .config import Settings
+from .diagnostics import Diagnostic
+from .engine.discover import discover
+from .engine.fix import atomic_write, fix_source
+from .engine.lint import LintSession, parse_error, read_source
+from .engine.source import SourceText
+
+
+@dataclass
+class RunResult:
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    fixed: int = 0
+    changed_files: List[str] = field(default_factory=list)
+    diffs: List[str] = field(default_factory=list)
+    internal_errors: List[str] = field(default_factory=list)
+    files: int = 0
+
+
+def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = False,
+        unsafe: bool = False) -> RunResult:
+    files = discover(paths, settings.exclude + settings.extend_exclude, settings.respect_gitignore)
+    session = LintSession(settings)
+    for path in files:
+        session.register(path)
+    result = RunResult(files=len(files))
+    for path in files:
+        if not (fix or diff):
+            file_result = session.lint_file(path)
+            result.diagnostics.extend(file_result.diagnostics)
+            result.internal_errors.extend(file_result.internal_errors)
+            continue
+        source = read_source(path)
+        if isinstance(source, Diagnostic):
+            result.diagnostics.append(source)
+            continue
+        outcome = fix_source(session, path, source, unsafe)
+        remaining = list(outcome.diagnostics)
+        if outcome.error:
+            remaining.append(parse_error(path, outcome.error, 1, 0))
+        if outcome.text != source.text:
+            if diff:
+                result.diffs.append(unified_diff(path, source.text, outcome.text))
+                result.fixed += outcome.applied
+                result.changed_files.append(path)
+            else:
+                problem = write_back(path, source, outcome.text)
+                if problem is None:
+                    result.fixed += outcome.applied
+                    result.changed_files.append(path)
+                else:
+                    remaining = session.lint_text(source, path).diagnostics
+                    remaining.append(parse_error(path, problem, 1, 0))
+        result.diagnostics.extend(remaining)
+    return result
+
+
+def write_back(path: str, source: SourceText, text: str) -> Optional[str]:
+    """Write fixed text in the file's own encoding; a one-line problem, or None."""
+    if os.path.islink(path):
+        return "not fixed: the path is a symbolic link"
+    if not os.access(path, os.W_OK):
+        return "not fixed: the file is not writable"
+    try:
+        data = source.encode(text)
+    except UnicodeEncodeError as exc:
+        return f"not fixed: the fix cannot be written in {source.encoding}: {exc.reason}"
+    try:
+        atomic_write(path, data)
+    except OSError as exc:
+        return f"not fixed: cannot write: {exc.strerror or exc}"
+    return None
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                 fromfile=f"a/{path}", tofile=f"b/{path}")
+    text = "".join(line if line.endswith(("\n", "\r")) else line + "\n" for line in lines)
+    return text
