@@ -24,6 +24,9 @@ from .runner import run
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
+# Deeply nested generated code (long elif chains, huge literals) exceeds CPython's default.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+
 
 class _DefaultToCheck(click.Group):
     """``torchleaklint PATHS`` means ``torchleaklint check PATHS`` (like ruff)."""

@@ -83,5 +83,6 @@ def write_back(path: str, source: SourceText, text: str) -> Optional[str]:
 def unified_diff(path: str, before: str, after: str) -> str:
     lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                  fromfile=f"a/{path}", tofile=f"b/{path}")
-    text = "".join(line if line.endswith(("\n", "\r")) else line + "\n" for line in lines)
-    return text
+    # A last line without a newline gets git's marker, so that the diff applies as a patch.
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
+                   for line in lines)

@@ -10,6 +10,7 @@ from .module_index import Scope, grad_off_call
 from .project import LIGHTNING_NO_GRAD_HOOKS, FunctionRef
 
 MAX_CALLER_DEPTH = 4
+MAX_CALL_SITES = 8
 
 
 class GradMode:
@@ -55,8 +56,8 @@ class GradMode:
         if project is None or depth >= MAX_CALLER_DEPTH:
             return None
         sites = project.call_sites(scope.name)
-        if not sites:
-            return None
+        if not sites or len(sites) > MAX_CALL_SITES:
+            return None  # no caller, or a name too common to follow
         for module, caller, off in sites:
             if off:
                 continue

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
-from .module_index import Def, Scope, start_of
+from .module_index import Def, Scope
 from .names import FUNCTIONAL_LOSSES, dotted, last_name, looks_like_loss_name
 from .objects import ObjectKinds
 
@@ -120,11 +120,14 @@ class GraphOracle:
                             self._backprop.setdefault(id(reached), site)
         return self._backprop
 
+    MAX_DEF_CHAIN = 60
+
     def def_carrying(self, d: Def, scope: Scope) -> Optional[Evidence]:
         key = id(d)
         if key in self._def_memo:
             return self._def_memo[key]
-        if key in self._in_progress:
+        if key in self._in_progress or len(self._in_progress) > self.MAX_DEF_CHAIN:
+            # A cycle, or a chain of re-definitions too long to follow: unknown.
             return None
         self._in_progress.add(key)
         try:
@@ -252,7 +255,9 @@ class GraphOracle:
             if name in ("items", "values") and isinstance(iterable.func, ast.Attribute):
                 return self._elements(iterable.func.value, scope, stmt, depth + 1, bindings)
             if name in ("range", "len", "keys", "parameters", "named_parameters", "modules",
-                        "children", "named_modules", "state_dict", "buffers"):
+                        "children", "named_modules", "named_children", "state_dict", "buffers",
+                        "named_buffers", "split", "splitlines", "readlines", "glob", "listdir",
+                        "walk", "iterdir", "rglob"):
                 return None
         ev = self._expr(iterable, scope, stmt, bindings, depth + 1)
         if ev is not None:
@@ -285,6 +290,16 @@ class GraphOracle:
 
     def _stored_evidence(self, scope, key, defs) -> Optional[Evidence]:
         """A container whose reaching definition is empty but gets graph values stored."""
+        guard = ("stored", id(scope.node), key)
+        if guard in self._in_progress:
+            return None
+        self._in_progress.add(guard)
+        try:
+            return self._stored(scope, key, defs)
+        finally:
+            self._in_progress.discard(guard)
+
+    def _stored(self, scope, key, defs) -> Optional[Evidence]:
         for d in defs:
             if d.kind == "assign" and isinstance(d.value, (ast.List, ast.Dict, ast.Tuple, ast.Call)):
                 from .stores import stores_into

@@ -35,7 +35,6 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
     ``own_defs`` are definitions that the write itself creates (``total += loss``), which
     are not re-initialisations.
     """
-    index = analysis.index
     ctx = index.ctx(stmt)
     if ctx is None:
         return None
@@ -99,7 +98,6 @@ def _reset_in(analysis, scope: Scope, key: str, stmt, loop, own_defs, any_reset:
     (``if step % 100 == 0: total = 0``) counts too."""
     own = {id(d.stmt) for d in own_defs}
     region = loop if loop is not None else scope.node
-    index = analysis.index
     for other in scope.statements:
         if other is stmt or id(other) in own:
             continue
@@ -215,7 +213,7 @@ def callers_may_backpropagate(analysis, scope: Scope) -> bool:
     if project is None or not scope.is_function:
         return True
     sites = project.call_sites(scope.name)
-    if not sites:
+    if not sites or len(sites) > 8:
         return True
     from .project import FunctionRef
 

@@ -12,6 +12,7 @@ from .names import dotted, last_name, looks_like_module_name
 from .project import FunctionRef
 from .summaries import CallSummary, summary_for
 
+MAX_NAME_CANDIDATES = 3
 STRONG = "strong"
 CONVENTION = "convention"
 
@@ -103,7 +104,8 @@ class ObjectKinds:
             self._busy.discard(guard)
         if found is not None:
             return found
-        if isinstance(expr, ast.Attribute) and expr.attr not in TENSOR_ATTRS_OF_MODULES:
+        if (isinstance(expr, ast.Attribute) and expr.attr not in TENSOR_ATTRS_OF_MODULES
+                and expr.attr not in NON_FORWARD_METHODS and not expr.attr.startswith("__")):
             base = self.kind_of(expr.value, scope, stmt, depth + 1)
             if base is not None and base.kind == "module" and key.split(".")[0] != "self":
                 return ObjectKind("module", f"a submodule of {base.why}", base.strength)
@@ -201,6 +203,8 @@ class ObjectKinds:
         from .graph import Evidence
 
         func = call.func
+        if isinstance(func, ast.Attribute) and (func.attr in NON_FORWARD_METHODS or func.attr.startswith("__")):
+            return None
         kind = self.kind_of(func, scope, stmt)
         if kind is not None and kind.kind == "module":
             return Evidence(f"output of the module `{dotted(func) or 'module'}` ({kind.why})", call.lineno,
@@ -257,7 +261,10 @@ class ObjectKinds:
             return []
         if method in BUILTIN_METHOD_NAMES and arity < 2:
             return []
-        return [ref for ref in project.functions_named(method) if "." in ref.qualname]
+        candidates = [ref for ref in project.functions_named(method) if "." in ref.qualname]
+        if len(candidates) > MAX_NAME_CANDIDATES:
+            return []  # too common a method name to guess the receiver's class from
+        return candidates
 
     def is_project_callable(self, func, scope: Scope) -> bool:
         if self.project is None:

@@ -22,6 +22,7 @@ class StoreSite:
     value: ast.AST  # the stored value
     how: str  # "append", "setitem", "+=", ...
     call: Optional[ast.Call] = None
+    key_expr: Optional[ast.AST] = None  # the subscript of ``c[k] = v``
 
 
 def store_in_stmt(stmt: ast.AST) -> List[StoreSite]:
@@ -41,7 +42,7 @@ def store_in_stmt(stmt: ast.AST) -> List[StoreSite]:
             if isinstance(target, ast.Subscript) and not isinstance(target.slice, ast.Slice):
                 key = container_key(target)
                 if key is not None:
-                    out.append(StoreSite(stmt, key, target.value, stmt.value, "setitem"))
+                    out.append(StoreSite(stmt, key, target.value, stmt.value, "setitem", key_expr=target.slice))
     elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add):
         if isinstance(stmt.value, (ast.List, ast.Tuple, ast.ListComp)):
             key = dotted(stmt.target)

@@ -69,10 +69,15 @@ class FunctionSummary:
         self._positions[key] = found
         return found
 
+    MAX_NESTED = 6  # summaries evaluated inside summaries, across files
+
     def _evaluate(self, oracle, index: Optional[int], tag):
         key = (tag, self.ref, index)
         project = self.project
         if key in project.in_progress:
+            return None
+        nested = sum(1 for k in project.in_progress if k and k[0] in ("returns", "param") or (isinstance(k[0], tuple)))
+        if nested > self.MAX_NESTED:
             return None
         project.in_progress.add(key)
         try:

@@ -4,6 +4,7 @@ what ``.gitignore`` ignores; files named on the command line are always linted."
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from fnmatch import fnmatch
 from pathlib import Path
@@ -101,11 +102,12 @@ def _git_visible(root: str) -> Optional[Set[str]]:
 
 
 class _GitignoreStack:
-    """A small ``.gitignore`` reader for trees outside git: names, globs, ``dir/``,
-    anchored ``/path`` and ``!`` negation, per folder."""
+    """A ``.gitignore`` reader for trees outside git, with git's pattern rules: ``*`` and
+    ``?`` stay within a path segment, ``**`` spans segments, a pattern with a slash is
+    anchored to its folder, ``dir/`` matches folders only, ``!`` re-includes."""
 
     def __init__(self) -> None:
-        self.rules: List[tuple] = []  # (base folder, pattern, negate, dir_only, anchored)
+        self.rules: List[tuple] = []  # (base folder, compiled regex, negate, dir_only)
 
     def enter(self, folder: str) -> None:
         path = os.path.join(folder, ".gitignore")
@@ -123,12 +125,17 @@ class _GitignoreStack:
                 line = line[1:]
             dir_only = line.endswith("/")
             line = line.rstrip("/")
+            if not line:
+                continue
             anchored = "/" in line
-            self.rules.append((folder, line.lstrip("/"), negate, dir_only, anchored))
+            pattern = line.lstrip("/")
+            if not anchored:
+                pattern = "**/" + pattern
+            self.rules.append((folder, re.compile(_glob_to_regex(pattern)), negate, dir_only))
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         result = False
-        for base, pattern, negate, dir_only, anchored in self.rules:
+        for base, regex, negate, dir_only in self.rules:
             if dir_only and not is_dir:
                 continue
             try:
@@ -137,7 +144,43 @@ class _GitignoreStack:
                 continue
             if rel.startswith(".."):
                 continue
-            target = rel if anchored else os.path.basename(path)
-            if fnmatch(target, pattern):
+            if regex.fullmatch(rel):
                 result = not negate
         return result
+
+
+def _glob_to_regex(pattern: str) -> str:
+    out = []
+    i = 0
+    n = len(pattern)
+    while i < n:
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == n:
+            out.append("/.*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(pattern[i]))
+                i += 1
+            else:
+                body = pattern[i + 1:end].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)

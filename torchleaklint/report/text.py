@@ -62,10 +62,10 @@ class TextReporter:
             out.print(f"Found {n} error{'s' if n != 1 else ''}.")
         if safe:
             out.print(f"[cyan]{escape('[*]')}[/cyan] {safe} fixable with the `--fix` option"
-                      + (f" ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option)." if hidden else "."),
+                      + (f" ({_hidden(hidden)} with the `--unsafe-fixes` option)." if hidden else "."),
                       highlight=False)
         elif hidden:
-            out.print(f"No fixes available ({hidden} hidden fixes can be enabled with the `--unsafe-fixes` option).",
+            out.print(f"No fixes available ({_hidden(hidden)} with the `--unsafe-fixes` option).",
                       highlight=False)
 
     def statistics(self, diags: Sequence[Diagnostic], names: dict) -> None:
@@ -77,6 +77,10 @@ class TextReporter:
         for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
             table.add_row(str(count), code, escape("[*]") if fixable[code] else "", names.get(code, "parse-error"))
         self.console.print(table)
+
+
+def _hidden(n: int) -> str:
+    return f"{n} hidden fix can be enabled" if n == 1 else f"{n} hidden fixes can be enabled"
 
 
 def lines_of(diags: Sequence[Diagnostic]) -> List[str]:

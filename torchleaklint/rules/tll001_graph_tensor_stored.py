@@ -149,7 +149,7 @@ for x in batches:
         graph = analysis.graph
         for scope in analysis.index.scopes:
             for site in all_stores(analysis, scope):
-                if site.how == "setitem" and isinstance(site.stmt.targets[0].slice, ast.Constant):
+                if site.how == "setitem" and isinstance(site.key_expr, ast.Constant):
                     continue  # overwritten every iteration: at most one graph alive
                 evidence = graph.carrying(site.value, site.stmt)
                 if evidence is None:
@@ -165,7 +165,7 @@ for x in batches:
                 stores = [s.stmt for s in all_stores(analysis, scope) if s.container == site.container]
                 uses, why = classify_uses(analysis, scope, site.container, skip_stmts=stores, container=True)
                 fix = build_fix(ctx, carrying_parts(ctx, site.value, site.stmt), uses, why)
-                value = ctx.text_of(site.value)
+                value = " ".join(ctx.text_of(site.value).split())
                 if len(value) > 40:
                     value = value[:37] + "..."
                 lifetime = "iteration" if escape.loop is not None else "call"

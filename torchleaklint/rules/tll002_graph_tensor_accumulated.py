@@ -174,7 +174,7 @@ print(total_loss / len(loader))
             return None
         uses, why = classify_uses(analysis, scope, key, skip_stmts=[d.stmt for d in own])
         fix = build_fix(ctx, parts, uses, why)
-        value = ", ".join(ctx.text_of(e) for e, _ in parts) or ctx.text_of(added[0])
+        value = " ".join((", ".join(ctx.text_of(e) for e, _ in parts) or ctx.text_of(added[0])).split())
         if len(value) > 40:
             value = value[:37] + "..."
         lifetime = "iterations" if escape.loop is not None else "calls"
@@ -224,7 +224,7 @@ print(total_loss / len(loader))
             fix = build_fix(ctx, carrying_parts(ctx, arg, stmt), UNKNOWN, None)
             if fix is not None and fix.is_safe:
                 fix = type(fix)("unsafe", fix.message, fix.edits)
-            value = ctx.text_of(arg)
+            value = " ".join(ctx.text_of(arg).split())
             if len(value) > 40:
                 value = value[:37] + "..."
             message = (f"`{value}` carries an autograd graph and `{ctx.text_of(func)}()` {sink.how} "
