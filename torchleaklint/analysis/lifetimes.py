@@ -35,6 +35,7 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
     ``own_defs`` are definitions that the write itself creates (``total += loss``), which
     are not re-initialisations.
     """
+    index = analysis.index
     ctx = index.ctx(stmt)
     if ctx is None:
         return None
