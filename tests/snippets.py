@@ -50,7 +50,7 @@ NAME_ONLY_SRC = """\
 import torch
 losses = []
 for batch in data:
-    loss = compute_loss(batch)
+    loss = compute_loss(model(batch))
     other = net_out(batch)
     other.backward()
     losses.append(loss)

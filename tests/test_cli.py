@@ -558,16 +558,19 @@ def test_gitignore_at_repo_root_applies_to_linted_subfolder(cli, tmp_path):
 
 # --- rules / explain / version ----------------------------------------------------------
 
-def test_rules_lists_both_rules(cli):
+def test_rules_lists_every_rule(cli):
     result = cli("rules")
     assert result.exit_code == 0
     assert "TLL001" in result.stdout and "TLL002" in result.stdout
     assert "graph-tensor-stored" in result.stdout
     assert "graph-tensor-accumulated" in result.stdout
     data = json.loads(cli("rules", "--output-format", "json").stdout)
-    assert {r["code"]: r["name"] for r in data} == {"TLL001": "graph-tensor-stored",
-                                                   "TLL002": "graph-tensor-accumulated"}
-    assert all(r["fix"] for r in data)
+    from torchleaklint.rules import ALL_RULES
+
+    names = {r["code"]: r["name"] for r in data}
+    assert names == {r.code: r.name for r in ALL_RULES}
+    assert names["TLL001"] == "graph-tensor-stored" and names["TLL002"] == "graph-tensor-accumulated"
+    assert all(r["fix"] in ("always", "sometimes", "never") for r in data)
 
 
 DOC_SECTIONS = ["What it does", "Why is this bad", "Example", "Use instead", "Fix safety", "Memory impact"]

@@ -9,6 +9,8 @@ import pytest
 
 from torchleaklint.config import ConfigError, Settings, find_pyproject, load_settings
 
+from torchleaklint.rules import ALL_RULES
+
 from .snippets import BOTH_SRC, LINE_RE, NAME_ONLY_SRC
 
 
@@ -169,15 +171,16 @@ fix-style = "detach"
     assert settings.select == ("TLL0",)
     assert settings.ignore == ("TLL001",)
     assert settings.unsafe_fixes is True
-    assert settings.enabled_codes() == {"TLL002"}
+    assert settings.enabled_codes() == {r.code for r in ALL_RULES} - {"TLL001"}
     assert settings.options_for("TLL001")["fix-style"] == "detach"
     assert settings.options_for("TLL002")["fix-style"] != "detach"
     assert "generated" in settings.extend_exclude
 
 
 def test_load_settings_defaults(tmp_path):
-    assert load_settings(None).enabled_codes() == {"TLL001", "TLL002"}
-    assert load_settings(pyproject(tmp_path, "")).enabled_codes() == {"TLL001", "TLL002"}
+    every = {r.code for r in ALL_RULES}
+    assert load_settings(None).enabled_codes() == every
+    assert load_settings(pyproject(tmp_path, "")).enabled_codes() == every
     assert Settings().unsafe_fixes is False
 
 

@@ -39,3 +39,11 @@ def test_rule_docs_have_every_section(rule):
     for heading in DOC_SECTIONS:
         assert sections.get(heading), f"{rule.code} lacks '{heading}'"
     assert rule.name and rule.summary and rule.code.startswith("TLL")
+
+
+def test_readme_rules_table_matches_the_registry():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for rule in ALL_RULES:
+        assert f"| {rule.code} | {rule.name} | {rule.fix_availability} | {rule.summary} |" in readme

@@ -44,7 +44,7 @@ def _fail(message: str) -> "click.exceptions.Exit":
 
 def _console(no_color: bool, stderr: bool = False) -> Console:
     no_color = no_color or bool(os.environ.get("NO_COLOR"))
-    return Console(stderr=stderr, highlight=False, soft_wrap=True, no_color=no_color,
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, no_color=no_color, emoji=False,
                    color_system=None if no_color else "auto")
 
 

@@ -40,10 +40,12 @@ DETACH_METHODS = frozenset({"item", "tolist", "numpy", "detach", "detach_", "siz
                             "nonzero", "bool", "long", "int", "short", "byte", "char", "data_ptr",
                             "is_contiguous", "get_device", "equal", "allclose", "any", "all",
                             "count_nonzero", "__len__", "backward", "zero_", "storage",
-                            "untyped_storage", "isclose", "sign", "has_names", "type"})
+                            "untyped_storage", "isclose", "sign", "has_names", "type", "state_dict",
+                            "asnumpy", "cpu_numpy"})
 NON_CARRYING_ATTRS = frozenset({"shape", "dtype", "device", "grad", "data", "requires_grad",
                                 "is_leaf", "ndim", "grad_fn", "layout", "is_cuda", "names",
-                                "output_nr", "_version", "is_sparse", "itemsize", "nbytes"})
+                                "output_nr", "_version", "is_sparse", "itemsize", "nbytes", "batch_size",
+                                "size_", "ndims"})
 DETACH_BUILTINS = frozenset({"float", "int", "bool", "len", "str", "round", "repr", "format",
                              "isinstance", "hash", "id", "type", "print", "abs_int", "range",
                              "enumerate_int", "divmod_"})
@@ -141,7 +143,7 @@ class GraphOracle:
     def _def(self, d: Def, scope: Scope) -> Optional[Evidence]:
         if d.kind == "param":
             if self.assume_param is not None and self.assume_param == (scope.node, d.key):
-                return Evidence(f"argument `{d.key}`", 0, tensor=False)
+                return Evidence(f"argument `{d.key}`", 0)
         elif d.kind not in ("import", "def", "except", "unpack-star") and self.analysis.grad.stmt_off(d.stmt):
             return None
         value_ev = self._value(d, scope)
@@ -157,8 +159,10 @@ class GraphOracle:
             return replace(value_ev, scalar=value_ev.scalar or scalar, loss_like=value_ev.loss_like or direct,
                            tensor=True)
         # A backward pass on the value proves what a naming convention only suggests.
-        return Evidence(f"`{d.key}` is backpropagated by `.backward()`", site.call.lineno,
-                        scalar=scalar, loss_like=direct)
+        text = f"`{d.key}` is backpropagated by `.backward()`"
+        if value_ev is not None:
+            text += f"; it is the {value_ev.describe()}"
+        return Evidence(text, site.call.lineno, scalar=scalar, loss_like=direct)
 
     def _value(self, d: Def, scope: Scope) -> Optional[Evidence]:
         if d.kind in ("param", "import", "def", "except", "unpack-star", "with"):
@@ -181,7 +185,7 @@ class GraphOracle:
             func = value.func
             if index == 1 and last_name(func) in VALUES_INDICES:
                 return None
-            summary = self.kinds.call_summary(value, scope, stmt, arity)
+            summary = self.kinds.call_summary(value, scope, stmt, arity, oracle=self)
             if summary is not None:
                 return summary.position(index)
         return self._expr(value, scope, stmt, {}, 0)
@@ -360,13 +364,13 @@ class GraphOracle:
                 short = qual.rsplit(".", 1)[-1]
                 if short in TORCH_NON_CARRYING or short.endswith("_like"):
                     return None
-        loss = self._loss_call(call, qual, scope, stmt)
+        loss = self._loss_call(call, qual, scope, stmt, bindings, depth)
         if loss is not None:
             return loss
         module = self.kinds.module_call(call, scope, stmt)
         if module is not None:
             return module
-        summary = self.kinds.call_summary(call, scope, stmt, 0)
+        summary = self.kinds.call_summary(call, scope, stmt, 0, oracle=self)
         if summary is not None:
             return summary.whole()
         if qual.startswith("torch."):
@@ -394,26 +398,39 @@ class GraphOracle:
                     return None
         return None
 
-    def _loss_call(self, call, qual, scope, stmt) -> Optional[Evidence]:
+    def _loss_call(self, call, qual, scope, stmt, bindings=None, depth=0) -> Optional[Evidence]:
+        """A loss of inputs that carry a graph. A loss of detached or plain inputs (metrics
+        computed from ``.detach()``-ed outputs, losses under an evaluator) carries none."""
         func = call.func
         reduction_none = any(
             k.arg == "reduction" and isinstance(k.value, ast.Constant) and k.value.value == "none"
             for k in call.keywords
         )
         short = qual.rsplit(".", 1)[-1] if qual else ""
+        what = None
+        strength = STRONG
         if qual.startswith("torch.nn.functional.") and (short in FUNCTIONAL_LOSSES or short.endswith("_loss")):
-            return Evidence(f"result of the loss function `{dotted(func) or short}`", call.lineno,
-                            scalar=not reduction_none, loss_like=True)
-        kind = self.kinds.kind_of(func, scope, stmt)
-        if kind is not None and kind.is_loss_module:
-            return Evidence(f"result of calling the loss module `{dotted(func)}` ({kind.why})", call.lineno,
-                            scalar=not (reduction_none or kind.reduction_none), loss_like=True,
-                            strength=kind.strength)
-        if kind is None and self.index.torch_aware and not self.kinds.is_project_callable(func, scope):
-            name = last_name(func)
-            if name and looks_like_loss_name(name) and not name.startswith(("get_", "log", "print", "plot", "save")):
-                return Evidence(f"result of `{dotted(func) or name}(...)`, named like a loss function",
-                                call.lineno, strength=CONVENTION, scalar=False, loss_like=True)
+            what = f"the loss function `{dotted(func) or short}`"
+        else:
+            kind = self.kinds.kind_of(func, scope, stmt)
+            if kind is not None and kind.is_loss_module:
+                what = f"the loss module `{dotted(func)}` ({kind.why})"
+                strength = kind.strength
+                reduction_none = reduction_none or kind.reduction_none
+            elif kind is None and self.index.torch_aware and not self.kinds.is_project_callable(func, scope):
+                name = last_name(func)
+                if name and looks_like_loss_name(name) and not name.startswith(("get_", "log", "print", "plot", "save")):
+                    what = f"`{dotted(func) or name}(...)`, named like a loss function"
+                    strength = CONVENTION
+        if what is None:
+            return None
+        for arg in list(call.args) + [k.value for k in call.keywords]:
+            ev = self._expr(arg, scope, stmt, bindings or {}, depth + 1)
+            if ev is not None:
+                weakest = CONVENTION if CONVENTION in (strength, ev.strength) else STRONG
+                return Evidence(f"result of {what}, whose input carries a graph: {ev.text}", call.lineno,
+                                strength=weakest, scalar=not reduction_none and strength == STRONG,
+                                loss_like=True)
         return None
 
     def _stmt_of_call(self, scope: Scope, call: ast.Call):

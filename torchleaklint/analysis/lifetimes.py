@@ -79,7 +79,7 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
         return None
     if any(d.kind == "param" for d in reaching):
         return None  # the caller's object: its lifetime is not visible here
-    if any(contains(loop, d.stmt) and _every_iteration(analysis, d.stmt, loop) for d in reaching):
+    if any(contains(loop, d.stmt) and every_iteration(analysis, d.stmt, loop) for d in reaching):
         return None  # re-created on every iteration
     if any(is_bounded_constructor(d.value) for d in reaching):
         return None
@@ -116,12 +116,12 @@ def _reset_in(analysis, scope: Scope, key: str, stmt, loop, own_defs, any_reset:
             return True
         if any_reset:
             return True
-        if _every_iteration(analysis, other, loop):
+        if every_iteration(analysis, other, loop):
             return True
     return False
 
 
-def _every_iteration(analysis, stmt, loop) -> bool:
+def every_iteration(analysis, stmt, loop) -> bool:
     """Does ``stmt`` run on every iteration of ``loop`` (every call when ``loop`` is None)?"""
     ctx = analysis.index.ctx(stmt)
     if ctx is None:

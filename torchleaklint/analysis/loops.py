@@ -16,15 +16,16 @@ def innermost_loop(analysis, stmt) -> Optional[ast.AST]:
     return ctx.loops[-1]
 
 
-def loop_calls_backward(analysis, scope: Scope, loop: ast.AST) -> Optional[str]:
-    """Describe the backward pass an iteration of ``loop`` runs, or None."""
+def loop_calls_backward(analysis, scope: Scope, loop: ast.AST, retained: bool = False) -> Optional[str]:
+    """Describe the backward pass an iteration of ``loop`` runs, or None. With
+    ``retained``, ``backward(retain_graph=True)`` counts too."""
     memo = analysis.__dict__.setdefault("_loop_backward_memo", {})
-    key = id(loop)
+    key = (id(loop), retained)
     if key in memo:
         return memo[key]
     found = None
     for site in scope.backward_sites:
-        if contains(loop, site.call) and not site.retain_graph:
+        if contains(loop, site.call) and (retained or not site.retain_graph):
             found = f"`.backward()` at line {site.call.lineno}"
             break
     if found is None and analysis.project is not None:

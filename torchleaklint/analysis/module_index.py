@@ -121,6 +121,19 @@ def expr_keys(expr: Optional[ast.AST]) -> Set[str]:
     return out
 
 
+def enclosing_block(scope_node: ast.AST, stmt: ast.AST) -> Optional[list]:
+    """The statement list (body, orelse, finalbody, handler body) that holds ``stmt``."""
+    for node in ast.walk(scope_node):
+        for attr_name in ("body", "orelse", "finalbody"):
+            block = getattr(node, attr_name, None)
+            if isinstance(block, list) and any(s is stmt for s in block):
+                return block
+        for handler in getattr(node, "handlers", []) or []:
+            if any(s is stmt for s in handler.body):
+                return handler.body
+    return None
+
+
 def container_key(expr: ast.AST) -> Optional[str]:
     """The name or dotted path of the container in ``c.append``, ``c[k]``, ``c[k].append``."""
     while isinstance(expr, ast.Subscript):

@@ -41,6 +41,8 @@ NON_FORWARD_METHODS = frozenset({"parameters", "named_parameters", "state_dict",
                                  "gradient_checkpointing_enable", "share_memory", "type", "item",
                                  "size", "numel", "dim", "detach", "tolist", "numpy", "eq", "argmax",
                                  "get_config", "save", "load", "init_weights", "reset_parameters"})
+MODULE_ONLY_METHODS = frozenset({"eval", "train", "parameters", "named_parameters", "modules", "children",
+                                 "named_modules", "register_forward_hook"})
 TENSOR_ATTRS_OF_MODULES = frozenset({"weight", "bias", "running_mean", "running_var", "config",
                                      "training", "device", "dtype"})
 # Methods of builtin containers: resolving ``x.update(...)`` to a project method by name
@@ -104,15 +106,60 @@ class ObjectKinds:
             self._busy.discard(guard)
         if found is not None:
             return found
-        if (isinstance(expr, ast.Attribute) and expr.attr not in TENSOR_ATTRS_OF_MODULES
-                and expr.attr not in NON_FORWARD_METHODS and not expr.attr.startswith("__")):
-            base = self.kind_of(expr.value, scope, stmt, depth + 1)
-            if base is not None and base.kind == "module" and key.split(".")[0] != "self":
-                return ObjectKind("module", f"a submodule of {base.why}", base.strength)
+        used = self._used_as_module(key, scope)
+        if used is not None:
+            return ObjectKind("module", used)
         name = last_name(expr)
-        if name and self.index.torch_aware and looks_like_module_name(name) and not self.is_project_callable(expr, scope):
+        if (name and self.index.torch_aware and looks_like_module_name(name) and not name[:1].isupper()
+                and not self.is_project_callable(expr, scope) and self._origin_unknown(key, scope, stmt)):
             return ObjectKind("module", f"`{key}` is named like a model", CONVENTION)
         return None
+
+    def _used_as_module(self, key, scope) -> Optional[str]:
+        """``key.eval()``, ``key.parameters()``… only nn.Modules have these methods."""
+        memo = self.__dict__.setdefault("_module_use", {})
+        cache = memo.get(id(scope.node))
+        if cache is None:
+            cache = {}
+            scopes = [scope]
+            if scope.class_name:
+                scopes = self.index.methods(scope.class_name) or [scope]
+            for other in scopes:
+                for call, _ in other.calls:
+                    func = call.func
+                    if isinstance(func, ast.Attribute) and func.attr in MODULE_ONLY_METHODS:
+                        target = func.value
+                        while (isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute)
+                               and target.func.attr in MODULE_PASSTHROUGH_METHODS):
+                            target = target.func.value  # ``model.to(device).eval()``
+                        owner = dotted(target)
+                        if owner and owner not in cache:
+                            cache[owner] = f"`{owner}.{func.attr}()` is called at line {call.lineno}"
+            memo[id(scope.node)] = cache
+        if key.startswith("self.") or scope.class_name is None:
+            return cache.get(key)
+        return cache.get(key) if any(key == c for c in cache) else None
+
+    def _origin_unknown(self, key, scope, stmt) -> bool:
+        """Naming conventions stand in only for values whose origin is not in view:
+        parameters, globals, attributes set from parameters or unknown calls."""
+        defs = self.analysis.flow.reaching(scope, key, stmt)
+        if not defs and key.startswith("self.") and scope.class_name:
+            defs = [d for m in self.index.methods(scope.class_name) for d in m.defs_of(key)]
+        for d in defs:
+            if d.kind in ("param", "import", "def"):
+                continue
+            value = d.value
+            if d.kind == "assign" and d.index is None and isinstance(value, ast.Call) \
+                    and not (last_name(value.func) or "x")[:1].isupper():
+                continue  # ``model = build_model(cfg)``
+            if d.kind == "assign" and isinstance(value, ast.Name):
+                continue  # ``self.model = model``
+            if d.kind == "assign" and d.index is not None and isinstance(value, ast.Tuple) \
+                    and d.index < len(value.elts) and isinstance(value.elts[d.index], ast.Name):
+                continue  # ``self.q_net, self.target = q_net, target``
+            return False
+        return True
 
     def _kind_from_defs(self, key, scope, stmt, depth) -> Optional[ObjectKind]:
         flow = self.analysis.flow
@@ -182,6 +229,9 @@ class ObjectKinds:
         if isinstance(func, ast.Attribute):
             if func.attr == "from_pretrained":
                 owner = last_name(func.value) or ""
+                not_model = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "ImageProcessor")
+                if any(word in owner for word in not_model):
+                    return None
                 if "Model" in owner or owner.startswith("Auto") or owner.endswith(("LM", "ForSequenceClassification")):
                     return ObjectKind("module", f"loaded by `{owner}.from_pretrained(...)`")
             if func.attr in MODULE_PASSTHROUGH_METHODS:
@@ -205,17 +255,20 @@ class ObjectKinds:
         func = call.func
         if isinstance(func, ast.Attribute) and (func.attr in NON_FORWARD_METHODS or func.attr.startswith("__")):
             return None
+        if self.index.imports.qualname(func) is not None:
+            return None  # a library function or constructor (``torchvision.models.resnet50(...)``), not a model
         kind = self.kind_of(func, scope, stmt)
         if kind is not None and kind.kind == "module":
+            if kind.strength == CONVENTION and isinstance(func, ast.Attribute) and not _self_attribute(func):
+                base = self.kind_of(func.value, scope, stmt)
+                if base is not None and base.kind == "module":
+                    return None  # ``policy.act(obs)``: a method of a model, not a submodule call
             return Evidence(f"output of the module `{dotted(func) or 'module'}` ({kind.why})", call.lineno,
                             strength=kind.strength)
-        if isinstance(func, ast.Attribute) and func.attr not in NON_FORWARD_METHODS:
+        if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS:
             base = self.kind_of(func.value, scope, stmt)
             if base is not None and base.kind == "module":
-                # Custom methods of a model (``policy.evaluate_actions(obs)``) usually run
-                # its layers too, but that is a convention, not a proof.
-                strength = base.strength if func.attr in FORWARD_METHODS else CONVENTION
-                return Evidence(f"output of `{dotted(func)}` ({base.why})", call.lineno, strength=strength)
+                return Evidence(f"output of `{dotted(func)}` ({base.why})", call.lineno, strength=base.strength)
         return None
 
     def resolve_class(self, func, scope: Scope) -> Optional[Tuple[str, str]]:
@@ -278,7 +331,7 @@ class ObjectKinds:
                 self.index.module_name, scope.class_name, func.attr))
         return False
 
-    def call_summary(self, call: ast.Call, scope: Scope, stmt, arity: int) -> Optional[CallSummary]:
+    def call_summary(self, call: ast.Call, scope: Scope, stmt, arity: int, oracle=None) -> Optional[CallSummary]:
         refs = self.resolve_functions(call.func, scope, stmt, arity)
         if not refs:
             return None
@@ -291,7 +344,11 @@ class ObjectKinds:
         if not summaries:
             return None
         return CallSummary(dotted(call.func) or "call", summaries, by_name and len(refs) > 1,
-                           call=call, caller=self.analysis, stmt=stmt)
+                           call=call, caller=oracle or self.analysis.graph, stmt=stmt)
+
+
+def _self_attribute(func) -> bool:
+    return isinstance(func.value, ast.Name) and func.value.id == "self"
 
 
 def _reduction_none(call: ast.Call) -> bool:

@@ -31,6 +31,9 @@ MODULE_BASES = frozenset(
 )
 
 
+_PASSTHROUGH = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16"})
+
+
 @dataclass
 class CallSite:
     caller: str  # "<module>:<qualname>"
@@ -49,6 +52,8 @@ class SymbolTable:
     call_sites: Dict[str, List[Tuple[str, bool]]] = field(default_factory=dict)
     backward_functions: Set[str] = field(default_factory=set)
     callees: Dict[str, Set[str]] = field(default_factory=dict)  # qualname -> simple names called
+    # class name -> names its instances are bound to (``self.norm = RunningNorm(...)`` -> norm)
+    instances: Dict[str, Set[str]] = field(default_factory=dict)
 
 
 def module_symbols(index: ModuleIndex, path: str) -> SymbolTable:
@@ -63,6 +68,16 @@ def module_symbols(index: ModuleIndex, path: str) -> SymbolTable:
             table.functions[scope.qualname] = scope.name
             if scope.backward_sites:
                 table.backward_functions.add(scope.qualname)
+        for key, defs in scope.defs.items():
+            for d in defs:
+                value = d.value
+                while (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                       and value.func.attr in _PASSTHROUGH):
+                    value = value.func.value  # ``Net(...).to(device)``
+                if d.kind == "assign" and d.index is None and isinstance(value, ast.Call):
+                    cls = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+                    if cls[:1].isupper():
+                        table.instances.setdefault(cls, set()).add(key.rsplit(".", 1)[-1])
         called = table.callees.setdefault(scope.qualname, set())
         for call, stmt in scope.calls:
             name = call.func.attr if isinstance(call.func, ast.Attribute) else (
@@ -164,6 +179,12 @@ class ProjectIndex:
                     bucket.extend((table.module, caller, off) for caller, off in entries)
             self._call_sites = sites
         return self._call_sites.get(name, [])
+
+    def instance_names(self, class_name: str) -> Set[str]:
+        out: Set[str] = set()
+        for table in self.tables.values():
+            out |= table.instances.get(class_name, set())
+        return out
 
     def class_table(self, module: str, class_name: str) -> Optional[List[str]]:
         table = self.tables.get(module)

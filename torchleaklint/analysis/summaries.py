@@ -143,7 +143,7 @@ class CallSummary:
         self.summaries = summaries
         self.ambiguous = ambiguous
         self.call = call
-        self.caller = caller  # the calling module's analysis
+        self.caller = caller  # the graph oracle of the calling code
         self.stmt = stmt
 
     def position(self, index: Optional[int]):
@@ -169,7 +169,7 @@ class CallSummary:
             arg = argument_for(self.call, i, name)
             if arg is None:
                 continue
-            ev = self.caller.graph.carrying(arg, self.stmt)
+            ev = self.caller.carrying(arg, self.stmt)
             if ev is not None:
                 loss_like = ev.loss_like or looks_like_loss_name(summary.scope.name)
                 return replace(ev, scalar=False, tensor=ev.tensor, loss_like=loss_like,

@@ -16,29 +16,30 @@ ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 FIX_STYLES = ("auto", "item", "detach")
 
 
-def carrying_parts(ctx, expr: ast.AST, stmt) -> List[Tuple[ast.AST, Evidence]]:
-    """The smallest sub-expressions whose graphs make ``expr`` carry one."""
-    graph = ctx.analysis.graph
+def carrying_parts(ctx, expr: ast.AST, stmt, graph=None) -> List[Tuple[ast.AST, Evidence]]:
+    """The smallest sub-expressions whose graphs make ``expr`` carry one (as judged by
+    ``graph``, the module's oracle unless another is given)."""
+    graph = graph or ctx.analysis.graph
     ev = graph.carrying(expr, stmt)
     if ev is None:
         return []
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
         parts = []
         for elt in expr.elts:
-            parts.extend(carrying_parts(ctx, elt, stmt))
+            parts.extend(carrying_parts(ctx, elt, stmt, graph))
         return parts
     if isinstance(expr, ast.Dict):
         parts = []
         for value in expr.values:
-            parts.extend(carrying_parts(ctx, value, stmt))
+            parts.extend(carrying_parts(ctx, value, stmt, graph))
         return parts
     if isinstance(expr, ast.BinOp):
         left = graph.carrying(expr.left, stmt)
         right = graph.carrying(expr.right, stmt)
         if left is not None and right is None:
-            return carrying_parts(ctx, expr.left, stmt)
+            return carrying_parts(ctx, expr.left, stmt, graph)
         if right is not None and left is None:
-            return carrying_parts(ctx, expr.right, stmt)
+            return carrying_parts(ctx, expr.right, stmt, graph)
     if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp, ast.Starred)):
         return []  # no single expression to detach: report without a fix
     return [(expr, ev)]

@@ -160,8 +160,8 @@ for x in batches:
                     continue
                 if legitimate_keep(analysis, scope, site.container, site.stmt, escape.loop) is not None:
                     continue
-                if evidence.strength == CONVENTION and not self._trains(analysis, scope, escape.loop):
-                    continue
+                if not self._trains(analysis, scope, escape.loop):
+                    continue  # no backward pass runs: a forward being built or evaluation (TLL009)
                 stores = [s.stmt for s in all_stores(analysis, scope) if s.container == site.container]
                 uses, why = classify_uses(analysis, scope, site.container, skip_stmts=stores, container=True)
                 fix = build_fix(ctx, carrying_parts(ctx, site.value, site.stmt), uses, why)
@@ -180,7 +180,12 @@ for x in batches:
 
     @staticmethod
     def _trains(analysis, scope, loop) -> bool:
-        """Convention-only evidence fires only where a backward pass shows grad is on."""
-        if loop is not None and loop_calls_backward(analysis, scope, loop):
+        """Is this training code? Kept graphs pile up where every iteration (or call) runs a
+        backward pass; elsewhere a kept output is a forward being built or evaluation."""
+        if loop is not None:
+            return loop_calls_backward(analysis, scope, loop) is not None
+        if function_calls_backward(analysis, scope) is not None:
             return True
-        return function_calls_backward(analysis, scope) is not None
+        project = analysis.project
+        return (scope.name == "training_step" and scope.class_name is not None and project is not None
+                and project.is_lightning_class(analysis.index.module_name, scope.class_name))

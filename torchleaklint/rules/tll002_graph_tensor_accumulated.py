@@ -170,8 +170,8 @@ print(total_loss / len(loader))
             return None
         if legitimate_keep(analysis, scope, key, stmt, escape.loop) is not None:
             return None
-        if evidence.strength == CONVENTION and not GraphTensorStored._trains(analysis, scope, escape.loop):
-            return None
+        if not GraphTensorStored._trains(analysis, scope, escape.loop):
+            return None  # no backward pass runs here: evaluation is TLL009's finding
         uses, why = classify_uses(analysis, scope, key, skip_stmts=[d.stmt for d in own])
         fix = build_fix(ctx, parts, uses, why)
         value = " ".join((", ".join(ctx.text_of(e) for e, _ in parts) or ctx.text_of(added[0])).split())
@@ -219,7 +219,7 @@ print(total_loss / len(loader))
             escape = outlives_iteration(analysis, scope, stmt, receiver)
             if escape is None:
                 continue
-            if evidence.strength == CONVENTION and not GraphTensorStored._trains(analysis, scope, escape.loop):
+            if not GraphTensorStored._trains(analysis, scope, escape.loop):
                 continue
             fix = build_fix(ctx, carrying_parts(ctx, arg, stmt), UNKNOWN, None)
             if fix is not None and fix.is_safe:

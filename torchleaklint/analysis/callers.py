@@ -1,0 +1,100 @@
+"""What callers pass: does some call of a function (in the linted files) give a
+parameter a graph-carrying argument? ``Normalizer.update(x)`` only leaks when a caller
+passes a tensor with a graph; an observation normalizer fed raw data does not."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .module_index import Scope
+from .project import FunctionRef
+from .summaries import argument_for
+
+MAX_SITES = 8
+
+
+MAX_DEPTH = 3
+
+
+def argument_evidence(analysis, scope: Scope, param: str, depth: int = 0):
+    """Evidence that some caller passes a graph-carrying value for ``param``, or None.
+    A caller that passes its own parameter along is followed to its callers in turn; a
+    layer's ``forward`` whose instances are only built inside other modules' constructors
+    (``nn.Sequential(MyNorm(d), ...)``) gets the graph of the layers before it."""
+    project = analysis.project
+    if project is None or not scope.is_function or param not in scope.params:
+        return None
+    params = list(scope.params)
+    offset = 1 if params and params[0] in ("self", "cls") else 0
+    position = params.index(param) - offset
+    if position < 0:
+        return None
+    for name in sorted(_call_names(project, scope)):
+        sites = project.call_sites(name)
+        if len(sites) > MAX_SITES:
+            continue
+        seen = set()
+        for module, caller, _ in sites:
+            if (module, caller) in seen:
+                continue
+            seen.add((module, caller))
+            found = project.scope_for(FunctionRef(module, caller))
+            if found is None:
+                continue
+            caller_analysis, caller_scope = found
+            ev = _from_calls(caller_analysis, caller_scope, name, position, param, depth)
+            if ev is not None:
+                return ev
+    return _layer_input(analysis, scope, param)
+
+
+def _from_calls(analysis, scope: Scope, name: str, position: int, param: str, depth: int) -> Optional[object]:
+    for call, stmt in scope.calls:
+        func = call.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if called != name:
+            continue
+        arg = argument_for(call, position, param)
+        if arg is None:
+            continue
+        ev = analysis.graph.carrying(arg, stmt)
+        if ev is not None:
+            return ev
+        if depth < MAX_DEPTH and isinstance(arg, ast.Name) and arg.id in scope.params:
+            ev = argument_evidence(analysis, scope, arg.id, depth + 1)
+            if ev is not None:
+                return ev
+    return None
+
+
+def _layer_input(analysis, scope: Scope, param: str):
+    project = analysis.project
+    if scope.name != "forward" or not scope.class_name:
+        return None
+    if not project.is_module_class(analysis.index.module_name, scope.class_name):
+        return None
+    if has_known_callers(analysis, scope):
+        return None
+    built_in = [caller for _, caller, _ in project.call_sites(scope.class_name)]
+    if not built_in or not all(c.endswith(".__init__") for c in built_in):
+        return None
+    from .graph import CONVENTION, Evidence
+
+    return Evidence(f"`{param}` is the input of `{scope.class_name}.forward`, a layer built inside other "
+                    f"modules ({built_in[0]})", scope.node.lineno, strength=CONVENTION)
+
+
+def _call_names(project, scope: Scope):
+    """How calls of this function are spelled: its name, or for ``forward`` the names its
+    class's instances are bound to."""
+    if scope.name in ("forward", "__call__") and scope.class_name:
+        return project.instance_names(scope.class_name)
+    return {scope.name}
+
+
+def has_known_callers(analysis, scope: Scope) -> bool:
+    project = analysis.project
+    if project is None:
+        return False
+    return any(project.call_sites(name) for name in _call_names(project, scope))

@@ -1,0 +1,145 @@
+"""Loop-carried state: a name rebuilt in a loop body from its own previous value
+(``out, hidden = model(x, hidden)``, ``history = torch.cat([history, new])``,
+``state = 0.9 * state + f(x)``), and whether the carried value is cut from its past
+graph (detached or re-initialised) on every iteration."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, List, Optional
+
+from .graph import DETACH_METHODS, Evidence
+from .lifetimes import every_iteration
+from .module_index import LOOP_TYPES, Scope, contains
+from .names import dotted, words
+
+DETACHING_HELPER_WORDS = frozenset({"detach", "repackage", "truncate", "cut", "stop"})
+
+
+@dataclass(frozen=True)
+class CarriedState:
+    key: str
+    stmt: ast.AST  # the carrying assignment
+    loop: ast.AST
+    evidence: Evidence
+    references: List[ast.AST]  # reads of the previous value in the assignment's right side
+
+
+def carried_states(analysis, scope: Scope, loop: ast.AST) -> Iterator[CarriedState]:
+    """Carrying assignments in ``loop`` (at any depth) whose new value carries a graph."""
+    index = analysis.index
+    for stmt in scope.statements:
+        ctx = index.ctx(stmt)
+        if ctx is None or not any(l is loop for l in ctx.loops):
+            continue  # inner loops too: a sequence unrolled per iteration carries its state on
+        if not isinstance(stmt, ast.Assign):
+            continue
+        for key in _rebuilt_keys(stmt):
+            refs = [n for n in _reads(stmt.value, key)]
+            if not refs or all(_detached_read(n, stmt.value) for n in refs):
+                continue
+            if _cut_each_iteration(analysis, scope, loop, key, stmt):
+                continue
+            evidence = analysis.graph.carrying(stmt.value, stmt)
+            if evidence is None:
+                continue
+            yield CarriedState(key, stmt, loop, evidence, refs)
+
+
+def _rebuilt_keys(stmt: ast.Assign) -> List[str]:
+    reads = {dotted(n) for n in ast.walk(stmt.value) if isinstance(n, (ast.Name, ast.Attribute))}
+    out = []
+    for target in stmt.targets:
+        for node in ast.walk(target):
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                key = dotted(node)
+                if key and key in reads and key != "self":
+                    out.append(key)
+    return out
+
+
+def _reads(expr, key):
+    for node in ast.walk(expr):
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) == key:
+            yield node
+
+
+def _detached_read(node, root) -> bool:
+    """Is this read of the carried value wrapped in ``.detach()`` or a detaching helper?"""
+    for parent in _parents(root, node):
+        if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in DETACH_METHODS | {"data"}:
+            return True
+        if isinstance(parent, ast.Call):
+            name = dotted(parent.func) or ""
+            if any(w in DETACHING_HELPER_WORDS for w in words(name.rsplit(".", 1)[-1])):
+                return True
+            if isinstance(parent.func, ast.Attribute) and parent.func.attr in ("detach", "detach_"):
+                return True
+    return False
+
+
+def _parents(root, target):
+    """Ancestors of ``target`` inside ``root``, nearest first."""
+    path = []
+
+    def visit(node):
+        if node is target:
+            return True
+        for child in ast.iter_child_nodes(node):
+            if visit(child):
+                path.append(node)
+                return True
+        return False
+
+    visit(root)
+    return path
+
+
+def _cut_each_iteration(analysis, scope: Scope, loop, key: str, carrying) -> bool:
+    """Is ``key`` detached, re-initialised or detached in place somewhere in the loop?"""
+    for stmt in scope.statements:
+        if stmt is carrying or not contains(loop, stmt) or isinstance(stmt, LOOP_TYPES):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            if isinstance(func, ast.Attribute) and func.attr in ("detach_", "zero_") and dotted(func.value) == key:
+                return True
+            name = dotted(func) or ""
+            if stmt.value.args and dotted(stmt.value.args[0]) == key and any(
+                    w in DETACHING_HELPER_WORDS for w in words(name.rsplit(".", 1)[-1])):
+                return True  # ``detach_hidden(hidden)`` in place
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        bound = {dotted(n) for t in targets for n in ast.walk(t) if isinstance(n, (ast.Name, ast.Attribute))}
+        if key not in bound or stmt.value is None:
+            continue
+        refs = list(_reads(stmt.value, key))
+        if not refs:
+            # Re-initialised (``hidden = model.init_hidden(bsz)``) — on every iteration; a reset
+            # at episode ends still lets a whole episode's graphs pile up.
+            if every_iteration(analysis, stmt, loop) or _runs_before(analysis, stmt, carrying):
+                return True
+            continue
+        if all(_detached_read(n, stmt.value) for n in refs):
+            return True
+        if analysis.graph.carrying(stmt.value, stmt) is None:
+            return True  # ``hidden = tuple(h.detach() for h in hidden)``
+    return False
+
+
+def _runs_before(analysis, first, second) -> bool:
+    """Does ``first`` run before every execution of ``second`` (same or enclosing block)?"""
+    a, b = analysis.index.ctx(first), analysis.index.ctx(second)
+    if a is None or b is None or (first.lineno, first.col_offset) >= (second.lineno, second.col_offset):
+        return False
+    return len(a.blocks) <= len(b.blocks) and all(x is y for x, y in zip(a.blocks, b.blocks))
+
+
+def initial_value(analysis, scope: Scope, loop, key: str) -> Optional[ast.AST]:
+    """The value ``key`` holds when the loop starts, when one definition before it says."""
+    defs = [d for d in scope.defs_of(key) if d.start < (loop.lineno, loop.col_offset) and d.kind == "assign"]
+    if defs:
+        return defs[-1].value if defs[-1].index is None else None
+    return None

@@ -1,0 +1,165 @@
+"""matplotlib figures created through pyplot: where they are made, which names hold
+them, and whether the code closes them, shows them, or hands them to someone else."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, List, Optional
+
+from .module_index import Scope, expr_keys, start_of
+from .names import dotted
+
+FIGURE_MAKERS = frozenset({"matplotlib.pyplot.figure", "matplotlib.pyplot.subplots",
+                           "matplotlib.pyplot.subplot_mosaic"})
+CLOSE = "matplotlib.pyplot.close"
+SHOW = "matplotlib.pyplot.show"
+CLOSING_CALLEES = ("close", "add_figure")  # tensorboard's add_figure closes by default
+
+
+@dataclass(frozen=True)
+class FigureSite:
+    stmt: ast.AST
+    call: ast.Call
+    names: List[str]  # names bound to the figure and its axes (empty when unbound)
+
+
+def pyplot_alias(analysis) -> Optional[str]:
+    for local, target in analysis.index.imports.aliases.items():
+        if target == "matplotlib.pyplot":
+            return local
+    return None
+
+
+def figure_sites(analysis, scope: Scope) -> Iterator[FigureSite]:
+    imports = analysis.index.imports
+    for stmt in scope.statements:
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+        if not isinstance(value, ast.Call) or imports.qualname(value.func) not in FIGURE_MAKERS:
+            continue
+        if _reuses_named_figure(value, imports.qualname(value.func)):
+            continue  # ``plt.figure("loss")`` returns the same figure every time
+        names: List[str] = []
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                for node in ast.walk(target):
+                    if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                        key = dotted(node)
+                        if key:
+                            names.append(key)
+        yield FigureSite(stmt, value, names)
+
+
+def returns_figure(analysis, scope: Scope) -> bool:
+    """Does the function hand a figure it made to its caller?"""
+    imports = analysis.index.imports
+    made = {n for site in figure_sites(analysis, scope) for n in site.names}
+    for expr in scope.returns:
+        if isinstance(expr, ast.Call) and imports.qualname(expr.func) in FIGURE_MAKERS:
+            return True
+        if made & expr_keys(expr):
+            return True
+    return False
+
+
+def disposal(analysis, scope: Scope, names: List[str], after) -> Optional[str]:
+    """How the figure held by ``names`` is closed, shown or handed off; None if never."""
+    imports = analysis.index.imports
+    held = set(names)
+    begin = start_of(after)
+    if any("." in name for name in held):
+        return "stored on an object"
+    for call, stmt in scope.calls:
+        if start_of(call) < begin:
+            continue
+        qual = imports.qualname(call.func) or ""
+        args = list(call.args) + [k.value for k in call.keywords]
+        if qual == CLOSE:
+            if not args or any(isinstance(a, ast.Constant) for a in args) or held & set().union(*map(expr_keys, args)):
+                return f"closed at line {call.lineno}"
+        if qual == SHOW:
+            return f"shown at line {call.lineno}"
+        if held and any(held & expr_keys(a) for a in args):
+            name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+            if any(word in name for word in CLOSING_CALLEES):
+                return f"closed by `{dotted(call.func)}` at line {call.lineno}"
+            if isinstance(call.func, ast.Attribute) and dotted(call.func.value) in held:
+                continue  # a method of the figure itself (``fig.savefig``)
+            if analysis.graph.kinds.resolve_functions(call.func, scope, None):
+                # A helper of the linted project owns it now (and may close it).
+                return f"handed to `{dotted(call.func) or 'a call'}` at line {call.lineno}"
+            # Library consumers (wandb.Image, mlflow.log_figure, PdfPages.savefig) do not close it.
+    if held:
+        for expr in scope.returns:
+            if held & expr_keys(expr):
+                return "returned to the caller"
+        for stmt in scope.statements:
+            if start_of(stmt) < begin:
+                continue
+            if isinstance(stmt, ast.Assign) and held & expr_keys(stmt.value):
+                targets = {dotted(t) for t in stmt.targets}
+                if any(t and "." in t for t in targets) or any(isinstance(t, ast.Subscript) for t in stmt.targets):
+                    return f"stored at line {stmt.lineno}"
+    for call, _ in analysis.index.module_scope.calls:
+        if (imports.qualname(call.func) or "") == SHOW:
+            return f"the script shows figures (line {call.lineno})"
+    return None
+
+
+def early_exit(analysis, scope: Scope, site: FigureSite, disposed: Optional[str]) -> Optional[int]:
+    """Line of a ``return`` between the figure's creation and its closing that neither
+    closes nor returns it (a path that leaks the figure), when the figure is closed later."""
+    if disposed is None or not disposed.startswith("closed at line "):
+        return None
+    closed_at = int(disposed.rsplit(" ", 1)[-1])
+    begin = start_of(site.stmt)
+    held = set(site.names)
+    for stmt in scope.statements:
+        if isinstance(stmt, ast.Return) and begin < start_of(stmt) and stmt.lineno < closed_at:
+            if _inside_try_closing(scope, stmt, closed_at):
+                continue
+            if stmt.value is not None and held & expr_keys(stmt.value):
+                continue
+            return stmt.lineno
+    return None
+
+
+def closed_by_callers(analysis, scope: Scope) -> Optional[str]:
+    """Every caller in the linted files runs ``plt.close("all")``/``plt.close()`` itself."""
+    project = analysis.project
+    if project is None or not scope.is_function:
+        return None
+    sites = project.call_sites(scope.name)
+    if not sites or len(sites) > 8:
+        return None
+    from .project import FunctionRef
+
+    for module, caller, _ in sites:
+        found = project.scope_for(FunctionRef(module, caller))
+        if found is None:
+            return None
+        caller_analysis, caller_scope = found
+        imports = caller_analysis.index.imports
+        if not any(imports.qualname(c.func) == CLOSE and (not c.args or isinstance(c.args[0], ast.Constant))
+                   for c, _ in caller_scope.calls):
+            return None
+    return f"every caller of `{scope.name}` closes all figures"
+
+
+def _inside_try_closing(scope: Scope, stmt, closed_at: int) -> bool:
+    """Is ``stmt`` in the body of a ``try`` whose ``finally`` holds the closing call?"""
+    for node in ast.walk(scope.node):
+        if isinstance(node, ast.Try) and node.finalbody:
+            if any(s.lineno <= closed_at <= (s.end_lineno or s.lineno) for s in node.finalbody):
+                if node.lineno <= stmt.lineno <= (node.end_lineno or node.lineno):
+                    return True
+    return False
+
+
+def _reuses_named_figure(call: ast.Call, qual: str) -> bool:
+    """``plt.figure("loss")`` / ``num=`` give back the existing figure with that number or name."""
+    if qual.endswith(".figure") and call.args and isinstance(call.args[0], ast.Constant) \
+            and call.args[0].value is not None:
+        return True
+    return any(k.arg == "num" and isinstance(k.value, ast.Constant) and k.value.value is not None
+               for k in call.keywords)

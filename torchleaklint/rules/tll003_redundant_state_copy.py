@@ -1,0 +1,203 @@
+"""TLL003 redundant-state-copy."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..analysis.module_index import enclosing_block
+from ..analysis.lifetimes import outlives_iteration
+from ..analysis.names import dotted, words
+from ..analysis.stores import all_stores
+from ..diagnostics import SAFE, UNSAFE, Edit, Fix
+from .base import Invalid, Rule, RuleContext
+
+
+class RedundantStateCopy(Rule):
+    """
+    ## What it does
+    Finds `copy.deepcopy(...)` of a state dict or module where the copy is wasted or piles
+    up: passed straight into `load_state_dict(...)` (directly or through a name used only
+    there), or stored per iteration into a container that outlives the loop. The single
+    best-model snapshot (`best = copy.deepcopy(model.state_dict())`) is the recommended
+    idiom and stays quiet.
+
+    ## Why is this bad
+    `load_state_dict` copies every tensor into the module's own parameters, so a deep copy
+    made only to be loaded doubles the peak memory of the weights for nothing (seed
+    incident: 720 MB per agent clone, 3–5 GB per generation lingering). Deep copies kept
+    per iteration hold a full copy of the weights each, on the GPU when the model is there.
+
+    ## Example
+    ```python
+    new_agent.actor.load_state_dict(copy.deepcopy(self.actor.state_dict()))
+    ```
+
+    ## Use instead
+    ```python
+    new_agent.actor.load_state_dict(self.actor.state_dict())
+    ```
+
+    ## Fix safety
+    Dropping a deep copy that only feeds `load_state_dict` is **safe**: the copy is never
+    seen by anything else. For accumulated state-dict copies the fix keeps a detached CPU
+    copy (`{k: v.detach().to("cpu", copy=True) for k, v in sd.items()}`): **unsafe**, since
+    the copies change device. Accumulated module copies get no fix.
+
+    ## Memory impact
+    A full copy of the weights per call (wasted copies) or per iteration (accumulated ones).
+    """
+
+    code = "TLL003"
+    name = "redundant-state-copy"
+    summary = "A deep copy of a state dict or module is wasted or accumulates"
+    fix_availability = "sometimes"
+    repro = "tll003_agent_clone"
+
+    VALID = [
+        """
+import copy
+best = None
+for epoch in range(10):
+    if val_loss(epoch) < best_loss:
+        best = copy.deepcopy(model.state_dict())
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import copy
+def clone(self):
+    new = Agent()
+    new.actor.load_state_dict(copy.deepcopy(self.actor.state_dict()))
+    return new
+""",
+            fixed="""
+import copy
+def clone(self):
+    new = Agent()
+    new.actor.load_state_dict(self.actor.state_dict())
+    return new
+""",
+        ),
+    ]
+
+    def check(self, ctx: RuleContext):
+        analysis = ctx.analysis
+        imports = analysis.index.imports
+        for scope in analysis.index.scopes:
+            stores = all_stores(analysis, scope)
+            for call, stmt in scope.calls:
+                if imports.qualname(call.func) != "copy.deepcopy" or len(call.args) != 1:
+                    continue
+                what = self._copied(analysis, scope, stmt, call.args[0])
+                if what is None:
+                    continue
+                loaded = self._only_loaded(scope, stmt, call)
+                if loaded is not None:
+                    fix = Fix(SAFE, "Drop the deep copy: `load_state_dict` copies the tensors itself",
+                              (Edit(ctx.start(call), ctx.end(call), ctx.text_of(call.args[0])),))
+                    message = (f"deep copy of {what} is only passed to `load_state_dict`, which copies it "
+                               f"again; the copy doubles the weights' memory for nothing")
+                    yield self.diagnostic(ctx, call, message, fix, [f"load: line {loaded}"])
+                    continue
+                for site in stores:
+                    if site.stmt is not stmt or not any(n is call for n in ast.walk(site.value)):
+                        continue
+                    if site.how == "setitem" and _constant_key(site.key_expr):
+                        continue  # a fixed slot is overwritten, not accumulated
+                    own = [d for d in scope.defs_of(site.container) if d.kind == "aug"]
+                    escape = outlives_iteration(analysis, scope, stmt, site.container, own_defs=own)
+                    if escape is None:
+                        continue
+                    fix = None
+                    if what == "a state dict":
+                        arg = ctx.text_of(call.args[0])
+                        fix = Fix(UNSAFE, "Keep a detached CPU copy instead",
+                                  (Edit(ctx.start(call), ctx.end(call),
+                                        f'{{k: v.detach().to("cpu", copy=True) for k, v in {arg}.items()}}'),))
+                    message = (f"deep copy of {what} is stored in `{site.container}` on every "
+                               f"{'iteration' if escape.loop is not None else 'call'}; the copies pile up")
+                    yield self.diagnostic(ctx, call, message, fix, [f"lifetime: {escape.text}"])
+                    break
+
+    @staticmethod
+    def _copied(analysis, scope, stmt, arg) -> Optional[str]:
+        if _is_state_dict_call(arg):
+            return "a state dict"
+        key = dotted(arg)
+        if key is not None:
+            for d in analysis.flow.reaching(scope, key, stmt):
+                value = d.value
+                if isinstance(value, ast.Call) and analysis.index.imports.qualname(value.func) == "copy.deepcopy" \
+                        and value.args:
+                    value = value.args[0]  # a copy of a copy
+                if d.kind == "assign" and _is_state_dict_call(value):
+                    return "a state dict"
+        kind = analysis.graph.kinds.kind_of(arg, scope, stmt)
+        if kind is not None and kind.kind == "module":
+            return "a module"
+        return None
+
+    @staticmethod
+    def _only_loaded(scope, stmt, call) -> Optional[int]:
+        """Line of the module ``load_state_dict`` whose argument is the copy, or None.
+
+        Only the direct argument counts: a copy kept in a name may be loaded much later,
+        after the source changed (the best-weights idiom). ``assign=True`` keeps the given
+        tensors, and optimizers' ``load_state_dict`` may alias them: both need the copy."""
+        for other, _ in scope.calls:
+            func = other.func
+            if not (isinstance(func, ast.Attribute) and func.attr == "load_state_dict"
+                    and other.args and other.args[0] is call):
+                continue
+            if any(k.arg == "assign" for k in other.keywords):
+                return None
+            if _optimizer_like(func.value) or _optimizer_like(call.args[0]):
+                return None
+            return other.lineno
+        return _loaded_next(scope, stmt, call)
+
+
+def _loaded_next(scope, stmt, call) -> Optional[int]:
+    """``w = copy.deepcopy(src.state_dict())`` immediately followed by the only use,
+    ``dst.load_state_dict(w)``: nothing can change ``src`` in between."""
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return None
+    name = stmt.targets[0].id
+    block = enclosing_block(scope.node, stmt)
+    if block is None:
+        return None
+    position = next(i for i, s in enumerate(block) if s is stmt)
+    if position + 1 >= len(block):
+        return None
+    nxt = block[position + 1]
+    load = nxt.value if isinstance(nxt, ast.Expr) else None
+    if not (isinstance(load, ast.Call) and isinstance(load.func, ast.Attribute) and load.func.attr == "load_state_dict"
+            and len(load.args) == 1 and not load.keywords and isinstance(load.args[0], ast.Name)
+            and load.args[0].id == name and not _optimizer_like(load.func.value)):
+        return None
+    reads = [n for n in ast.walk(scope.node) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    return load.lineno if len(reads) == 1 else None
+
+
+def _optimizer_like(expr) -> bool:
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        expr = expr.func.value
+    path = dotted(expr) or ""
+    return any(w in _OPTIMIZER_WORDS for w in words(path.rsplit(".", 1)[-1]))
+
+
+_OPTIMIZER_WORDS = frozenset({"optim", "optimizer", "opt", "optimiser", "scheduler", "sched", "scaler",
+                              "lr"})
+
+
+def _is_state_dict_call(value) -> bool:
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "state_dict"
+
+
+def _constant_key(expr) -> bool:
+    if isinstance(expr, ast.UnaryOp):
+        expr = expr.operand
+    return isinstance(expr, ast.Constant)

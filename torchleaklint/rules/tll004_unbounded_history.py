@@ -1,0 +1,299 @@
+"""TLL004 unbounded-history."""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Optional
+
+from ..analysis.names import dotted, words
+from ..analysis.stores import store_in_stmt
+from ..diagnostics import UNSAFE, Edit, Fix
+from .base import Invalid, Rule, RuleContext
+from .insertions import import_edit
+
+# Methods that run once, while an object or a module is being set up: what they append is
+# bounded by the setup. Any other method may run once per step, update, episode or call.
+SETUP_WORDS = frozenset({"init", "setup", "build", "make", "create", "load", "parse", "register",
+                         "compile", "configure", "prepare", "construct", "from", "main", "cli", "args",
+                         "argparse", "test", "reset", "clear", "new", "copy", "clone"})
+ML_ROOTS = frozenset({"torch", "numpy", "gym", "gymnasium", "pytorch_lightning", "lightning",
+                      "tensorflow", "jax", "transformers", "stable_baselines3"})
+BOUNDING = frozenset({"clear", "pop", "popleft", "popitem", "remove"})
+
+
+class UnboundedHistory(Rule):
+    """
+    ## What it does
+    Finds a list held by a long-lived object (`self.x = []` in `__init__`) or at module
+    level that a per-step method or function (`step`, `update`, `forward`, `log_*`,
+    `on_*`, …) appends to on every call, and that is never cleared, popped, truncated
+    (`del x[:n]`, `x = x[-n:]`), reassigned outside `__init__`, or length-checked.
+    Reported on the list's creation.
+
+    ## Why is this bad
+    Histories of rewards, actions and losses look tiny per step but a training run makes
+    millions of steps: the list only ever grows (seed incident: episode histories on the
+    environment, 15–20 GB per generation; loss histories on the agent). If the entries are
+    tensors, each also pins its storage and device memory.
+
+    ## Example
+    ```python
+    class Agent:
+        def __init__(self):
+            self.loss_history = []
+
+        def update(self, batch):
+            ...
+            self.loss_history.append(loss.item())
+
+        def stats(self):
+            return np.mean(self.loss_history[-1000:])
+    ```
+
+    ## Use instead
+    ```python
+    class Agent:
+        def __init__(self):
+            self.loss_history = collections.deque(maxlen=1000)
+        ...
+        def stats(self):
+            return np.mean(list(self.loss_history)[-1000:])
+    ```
+
+    ## Fix safety
+    The fix replaces the list with `collections.deque(maxlen=N)` (adding the import), with
+    N taken from how the list is read (`x[-1000:]` gives 1000, and such slices become
+    `list(x)[-1000:]` since deques do not slice) or from `history-maxlen` (default 10000).
+    It is always **unsafe**: older entries are dropped, and code outside the file may index
+    or serialise the list. No fix when the list is sliced in other ways.
+
+    ## Memory impact
+    Linear in the number of steps for the life of the process.
+    """
+
+    code = "TLL004"
+    name = "unbounded-history"
+    summary = "A long-lived list grows on every step and is never bounded"
+    fix_availability = "sometimes"
+    repro = "tll004_episode_history"
+    default_options = {"history-maxlen": 10000}
+
+    VALID = [
+        """
+import torch
+class Env:
+    def __init__(self):
+        self.rewards = []
+    def step(self, action):
+        self.rewards.append(1.0)
+    def reset(self):
+        self.rewards = []
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import numpy as np
+class Agent:
+    def __init__(self):
+        self.loss_history = []
+
+    def update(self, loss):
+        self.loss_history.append(loss)
+
+    def stats(self):
+        return np.mean(self.loss_history[-1000:])
+""",
+            fixed="""
+import numpy as np
+import collections
+class Agent:
+    def __init__(self):
+        self.loss_history = collections.deque(maxlen=1000)
+
+    def update(self, loss):
+        self.loss_history.append(loss)
+
+    def stats(self):
+        return np.mean(list(self.loss_history)[-1000:])
+""",
+        ),
+    ]
+
+    @classmethod
+    def validate_option(cls, option, value):
+        problem = super().validate_option(option, value)
+        if problem is None and option == "history-maxlen" and value < 1:
+            return f"expected a positive whole number, got {value!r}"
+        return problem
+
+    def check(self, ctx: RuleContext):
+        analysis = ctx.analysis
+        index = analysis.index
+        if not any(t.split(".")[0] in ML_ROOTS for t in index.imports.aliases.values()):
+            return
+        candidates = []
+        for class_name, methods in index.class_scopes.items():
+            inside = [s for s in index.scopes if _owner_class(s) == class_name and s.name != "__init__"]
+            for method in methods:
+                if method.name != "__init__":
+                    continue
+                for key, defs in method.defs.items():
+                    if key.startswith("self.") and key.count(".") == 1:
+                        for d in defs:
+                            if d.kind == "assign" and d.index is None and _empty_list(d.value):
+                                candidates.append((key, d, inside))
+        for key, defs in index.module_scope.defs.items():
+            for d in defs:
+                if d.kind == "assign" and d.index is None and _empty_list(d.value):
+                    functions = [s for s in index.scopes if s.is_function and key not in s.params
+                                 and not s.defs_of(key)]
+                    candidates.append((key, d, functions))
+        for key, creation, scopes in candidates:
+            appender = self._per_step_appender(key, scopes)
+            if appender is None:
+                continue
+            if self._bounded(analysis, key, creation):
+                continue
+            owner = _owner_class(analysis.index.ctx(creation.stmt).scope) if "." in key else None
+            if owner and _short_lived(analysis, owner):
+                continue
+            scope, stmt = appender
+            fix = self._fix(ctx, key, creation)
+            message = (f"`{key}` grows on every `{scope.name}()` call (line {stmt.lineno}) and is never cleared, "
+                       f"truncated or bounded")
+            notes = [f"append: line {stmt.lineno} in `{scope.name}`", "bounds: no clear/pop/del/reassignment/len check"]
+            yield self.diagnostic(ctx, creation.stmt, message, fix, notes)
+
+    @staticmethod
+    def _per_step_appender(key, scopes):
+        for scope in scopes:
+            if any(w in SETUP_WORDS for w in words(scope.name)) or scope.name.startswith("__") and scope.name != "__call__":
+                continue
+            for stmt in scope.statements:
+                if any(site.container == key and site.target is not None and dotted(site.target) == key
+                       for site in store_in_stmt(stmt)):
+                    return scope, stmt
+        return None
+
+    @staticmethod
+    def _bounded(analysis, key, creation) -> bool:
+        attr = key.rsplit(".", 1)[-1]
+        for scope in analysis.index.scopes:
+            for stmt in scope.statements:
+                if stmt is creation.stmt or isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    continue
+                for node in ast.walk(stmt):
+                    if node is creation.stmt or isinstance(node, (ast.Name, ast.Attribute)):
+                        continue
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                            and node.func.attr in BOUNDING and _same(node.func.value, key, attr):
+                        return True
+                    if isinstance(node, ast.Delete) and any(_same(_base(t), key, attr) for t in node.targets):
+                        return True
+                    if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                        if any(_same(t, key, attr) for t in targets) and not isinstance(node, ast.AugAssign):
+                            return True
+                    if isinstance(node, ast.Compare):
+                        for side in [node.left] + list(node.comparators):
+                            if isinstance(side, ast.Call) and getattr(side.func, "id", None) == "len" \
+                                    and side.args and _same(side.args[0], key, attr):
+                                return True
+        return False
+
+    def _fix(self, ctx, key, creation) -> Optional[Fix]:
+        analysis = ctx.analysis
+        maxlen = None
+        slices: List[ast.Subscript] = []
+        attr = key.rsplit(".", 1)[-1]
+        for node in ast.walk(analysis.index.tree):
+            if isinstance(node, ast.Subscript) and _same(node.value, key, attr) and isinstance(node.slice, ast.Slice):
+                sl = node.slice
+                n = _negative_int(sl.lower)
+                if n is None or sl.upper is not None or sl.step is not None or not isinstance(node.ctx, ast.Load):
+                    return None  # sliced in a way a deque cannot serve
+                maxlen = max(maxlen or 0, n)
+                slices.append(node)
+        maxlen = maxlen or int(ctx.options.get("history-maxlen", 10000))
+        aliases = analysis.index.imports.aliases
+        edits = []
+        if aliases.get("deque") == "collections.deque":
+            ctor = "deque"
+        else:
+            local = next((k for k, v in aliases.items() if v == "collections"), None)
+            if local is None:
+                local = "collections"
+                edit = import_edit(ctx, "import collections")
+                if edit is not None:
+                    edits.append(edit)
+            ctor = f"{local}.deque"
+        edits.append(Edit(ctx.start(creation.value), ctx.end(creation.value), f"{ctor}(maxlen={maxlen})"))
+        for node in slices:
+            edits.append(ctx.insert_before(node.value, "list("))
+            edits.append(ctx.insert_after(node.value, ")"))
+        return Fix(UNSAFE, f"Bound the history with `{ctor}(maxlen={maxlen})`", tuple(edits))
+
+
+def _short_lived(analysis, class_name) -> bool:
+    """Every construction of the class in the linted files makes a local object inside a
+    loop iteration (``traj = Trajectory()`` per episode): its lists die with it."""
+    project = analysis.project
+    if project is None:
+        return False
+    from ..analysis.project import FunctionRef
+
+    sites = project.call_sites(class_name)
+    if not sites or len(sites) > 8:
+        return False
+    for module, caller, _ in sites:
+        found = project.scope_for(FunctionRef(module, caller))
+        if found is None:
+            return False
+        caller_analysis, scope = found
+        for call, stmt in scope.calls:
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+            if name != class_name:
+                continue
+            ctx = caller_analysis.index.ctx(stmt)
+            local = isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)
+            if ctx is None or not ctx.loops or not local:
+                return False
+    return True
+
+
+def _owner_class(scope):
+    """The class whose method (or a function nested in one) this scope is."""
+    while scope is not None:
+        if scope.class_name:
+            return scope.class_name
+        scope = scope.parent
+    return None
+
+
+def _empty_list(value) -> bool:
+    if isinstance(value, ast.List) and not value.elts:
+        return True
+    return isinstance(value, ast.Call) and getattr(value.func, "id", None) == "list" and not value.args
+
+
+def _base(node):
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    return node
+
+
+def _same(node, key, attr) -> bool:
+    path = dotted(node)
+    if path is None:
+        return False
+    if "." in key:
+        return path == key or path.endswith("." + attr)
+    return path == key
+
+
+def _negative_int(node) -> Optional[int]:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and isinstance(node.operand.value, int):
+        return node.operand.value
+    return None

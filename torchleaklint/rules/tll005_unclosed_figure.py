@@ -1,0 +1,181 @@
+"""TLL005 unclosed-figure."""
+
+from __future__ import annotations
+
+import ast
+
+from ..analysis.figures import closed_by_callers, disposal, early_exit, figure_sites, pyplot_alias, returns_figure
+from ..analysis.module_index import enclosing_block, expr_keys
+from ..analysis.summaries import summary_for
+from ..diagnostics import SAFE, Edit, Fix
+from .base import Invalid, Rule, RuleContext
+from .insertions import indentation_of, line_after
+
+
+class UnclosedFigure(Rule):
+    """
+    ## What it does
+    Finds matplotlib figures created through pyplot (`plt.figure()`, `plt.subplots()`,
+    `plt.subplot_mosaic()`) in a function or a loop that are never closed
+    (`plt.close(fig)`, `plt.close()`, `plt.close("all")`), shown, returned, stored or
+    handed to other code. Also a helper that returns a figure and a caller in a loop that
+    drops the figure without closing it.
+
+    ## Why is this bad
+    pyplot keeps a reference to every figure it creates until it is closed, whether or not
+    your code still holds one. A training loop that plots every few epochs accumulates
+    figures (tens of MB each with their canvases and images) for the whole run; matplotlib
+    warns only after 20 and never frees them.
+
+    ## Example
+    ```python
+    def plot_progress(history, path):
+        fig, ax = plt.subplots()
+        ax.plot(history)
+        fig.savefig(path)
+    ```
+
+    ## Use instead
+    ```python
+    def plot_progress(history, path):
+        fig, ax = plt.subplots()
+        ax.plot(history)
+        fig.savefig(path)
+        plt.close(fig)
+    ```
+
+    ## Fix safety
+    The fix inserts `plt.close(fig)` after the figure's last use in the block that created
+    it (binding an unbound `plt.figure()` call to a name first). It is **safe**: nothing
+    after that point uses the figure, and a closed figure that was saved is unchanged on disk.
+
+    ## Memory impact
+    One figure per call or iteration for the life of the process: canvases, artists and
+    any images drawn, commonly 1–100 MB each.
+    """
+
+    code = "TLL005"
+    name = "unclosed-figure"
+    summary = "A pyplot figure is created in a function or loop and never closed"
+    fix_availability = "sometimes"
+    repro = "tll005_figures"
+
+    VALID = [
+        """
+import matplotlib.pyplot as plt
+def plot(values, path):
+    fig, ax = plt.subplots()
+    ax.plot(values)
+    fig.savefig(path)
+    plt.close(fig)
+""",
+        """
+import matplotlib.pyplot as plt
+def make_plot(values):
+    fig, ax = plt.subplots()
+    ax.plot(values)
+    return fig
+""",
+    ]
+    INVALID = [
+        Invalid(
+            """
+import matplotlib.pyplot as plt
+def plot(values, path):
+    fig, ax = plt.subplots()
+    ax.plot(values)
+    fig.savefig(path)
+""",
+            fixed="""
+import matplotlib.pyplot as plt
+def plot(values, path):
+    fig, ax = plt.subplots()
+    ax.plot(values)
+    fig.savefig(path)
+    plt.close(fig)
+""",
+        ),
+    ]
+
+    def check(self, ctx: RuleContext):
+        analysis = ctx.analysis
+        index = analysis.index
+        plt = pyplot_alias(analysis)
+        for scope in index.scopes:
+            if plt is not None:
+                for site in figure_sites(analysis, scope):
+                    sctx = index.ctx(site.stmt)
+                    if not scope.is_function and not (sctx and sctx.loops):
+                        continue  # one figure in a script is not a leak
+                    disposed = disposal(analysis, scope, site.names, site.stmt) or closed_by_callers(analysis, scope)
+                    leaky_exit = early_exit(analysis, scope, site, disposed)
+                    if disposed is not None and leaky_exit is None:
+                        continue
+                    where = "in a loop" if sctx and sctx.loops else f"in `{scope.name}`"
+                    message = (f"figure created {where} is never closed; pyplot keeps every open figure alive "
+                               f"until `plt.close()`")
+                    notes = [f"figure: `{ast.unparse(site.call.func)}()` at line {site.call.lineno}"]
+                    fix = self._fix(ctx, scope, site, plt)
+                    if leaky_exit is not None:
+                        message = (f"figure created {where} is not closed on the path that returns at line "
+                                   f"{leaky_exit}; pyplot keeps every open figure alive until `plt.close()`")
+                        fix = None
+                    yield self.diagnostic(ctx, site.call, message, fix, notes)
+            yield from self._dropped_helper_figures(ctx, scope)
+
+    def _dropped_helper_figures(self, ctx, scope):
+        analysis = ctx.analysis
+        project = analysis.project
+        if project is None:
+            return
+        for call, stmt in scope.calls:
+            sctx = analysis.index.ctx(stmt)
+            value = getattr(stmt, "value", None)
+            chained = (isinstance(stmt, ast.Expr) and isinstance(value, ast.Call)
+                       and isinstance(value.func, ast.Attribute) and value.func.value is call)
+            if sctx is None or not sctx.loops or (value is not call and not chained):
+                continue  # results dropped (``helper(...)``, ``helper(...).savefig(p)``) or bound in a loop
+            refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
+            if len(refs) != 1:
+                continue
+            summary = summary_for(project, refs[0])
+            if summary is None or not returns_figure(summary.analysis, summary.scope):
+                continue
+            names = []
+            if isinstance(stmt, ast.Assign):
+                names = sorted(set().union(*(expr_keys(t) for t in stmt.targets)))
+            if names and disposal(analysis, scope, names, stmt) is not None:
+                continue
+            message = (f"`{ast.unparse(call.func)}()` returns a figure that this loop drops without closing; "
+                       f"pyplot keeps it alive")
+            yield self.diagnostic(ctx, call, message, None, [f"helper: returns a figure ({summary.where})"])
+
+    @staticmethod
+    def _fix(ctx, scope, site, plt):
+        block = enclosing_block(scope.node, site.stmt)
+        indent = indentation_of(ctx, site.stmt)
+        if block is None or indent is None:
+            return None
+        edits = []
+        names = site.names
+        if not names:
+            taken = set(scope.defs) | set(ctx.analysis.index.module_scope.defs)
+            name = "fig" if "fig" not in taken else "fig_"
+            edits.append(Edit(ctx.start(site.call), ctx.start(site.call), f"{name} = "))
+            fig = name
+            watched = {plt}
+        else:
+            fig = names[0]
+            watched = set(names) | {plt}
+        position = next(i for i, s in enumerate(block) if s is site.stmt)
+        last = site.stmt
+        for stmt in block[position + 1:]:
+            if watched & {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}:
+                last = stmt
+        if isinstance(last, (ast.Return, ast.Raise)):
+            return None
+        edit = line_after(ctx, last, f"{plt}.close({fig})", indent)
+        if edit is None:
+            return None
+        edits.append(edit)
+        return Fix(SAFE, f"Close the figure with `{plt}.close({fig})` after its last use", tuple(edits))
