@@ -11,11 +11,15 @@ from ..diagnostics import UNSAFE, Edit, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import import_edit
 
-# Methods that run once, while an object or a module is being set up: what they append is
-# bounded by the setup. Any other method may run once per step, update, episode or call.
-SETUP_WORDS = frozenset({"init", "setup", "build", "make", "create", "load", "parse", "register",
-                         "compile", "configure", "prepare", "construct", "from", "main", "cli", "args",
-                         "argparse", "test", "reset", "clear", "new", "copy", "clone"})
+# Methods that run once per step, update, episode or batch: what they append grows with
+# the run. (Hooks and wrappers run once per forward or call.)
+PER_STEP_WORDS = frozenset({"step", "update", "forward", "call", "act", "learn", "observe", "optimize",
+                            "train", "remember", "push", "store", "record", "track", "log", "hook",
+                            "wrapper", "predict", "infer", "collect", "rollout", "clip"})
+# Objects with a finalising method accumulate for one evaluation or epoch, then are
+# summarised and dropped or reset: their lists are bounded by that unit of work.
+FINALIZER_WORDS = frozenset({"compute", "summarize", "summarise", "finalize",
+                             "accumulate", "result", "results", "flush", "dump"})
 ML_ROOTS = frozenset({"torch", "numpy", "gym", "gymnasium", "pytorch_lightning", "lightning",
                       "tensorflow", "jax", "transformers", "stable_baselines3"})
 BOUNDING = frozenset({"clear", "pop", "popleft", "popitem", "remove"})
@@ -132,6 +136,8 @@ class Agent:
         index = analysis.index
         if not any(t.split(".")[0] in ML_ROOTS for t in index.imports.aliases.values()):
             return
+        if _test_file(ctx.path):
+            return  # a test builds its objects for one run of a few steps
         candidates = []
         for class_name, methods in index.class_scopes.items():
             inside = [s for s in index.scopes if _owner_class(s) == class_name and s.name != "__init__"]
@@ -156,7 +162,7 @@ class Agent:
             if self._bounded(analysis, key, creation):
                 continue
             owner = _owner_class(analysis.index.ctx(creation.stmt).scope) if "." in key else None
-            if owner and _short_lived(analysis, owner):
+            if owner and (_short_lived(analysis, owner) or _finalized(analysis, owner)):
                 continue
             scope, stmt = appender
             fix = self._fix(ctx, key, creation)
@@ -168,7 +174,7 @@ class Agent:
     @staticmethod
     def _per_step_appender(key, scopes):
         for scope in scopes:
-            if any(w in SETUP_WORDS for w in words(scope.name)) or scope.name.startswith("__") and scope.name != "__call__":
+            if not any(w in PER_STEP_WORDS for w in words(scope.name)) and scope.name != "__call__":
                 continue
             for stmt in scope.statements:
                 if any(site.container == key and site.target is not None and dotted(site.target) == key
@@ -260,6 +266,16 @@ def _short_lived(analysis, class_name) -> bool:
             if ctx is None or not ctx.loops or not local:
                 return False
     return True
+
+
+def _finalized(analysis, class_name) -> bool:
+    return any(any(w in FINALIZER_WORDS for w in words(m.name)) for m in analysis.index.methods(class_name))
+
+
+def _test_file(path: str) -> bool:
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return name.startswith("test_") or name.endswith("_test.py") or "tests" in parts[:-1] or name == "conftest.py"
 
 
 def _owner_class(scope):
