@@ -46,8 +46,25 @@ def words(identifier: str) -> List[str]:
     return out
 
 
+# Names that start with a verb name an action on a model (``prepare_model``, ``get_encoder``),
+# not a model.
+VERB_WORDS = frozenset({"prepare", "get", "build", "load", "create", "make", "init", "initialize", "set",
+                        "compute", "save", "to", "wrap", "unwrap", "convert", "export", "freeze", "unfreeze",
+                        "copy", "clone", "update", "reset", "register", "is", "has", "num", "print", "log",
+                        "check", "apply", "resize", "tie", "enable", "disable", "setup", "find", "move",
+                        "preprocess", "postprocess", "process", "dispatch", "replace", "fuse", "quantize",
+                        "dequantize", "prune", "patch", "attach", "detach", "merge", "split", "shard",
+                        "offload", "compile", "trace", "script", "validate", "evaluate", "test", "run",
+                        "add", "remove", "delete", "write", "read", "parse", "verify", "instantiate"})
+
+
 def looks_like_module_name(identifier: str) -> bool:
-    return any(w in MODULE_WORDS for w in words(identifier)) or identifier.lower() in MODULE_WORDS
+    ws = words(identifier)
+    while len(ws) > 1 and len(ws[-1]) == 1:
+        ws = ws[:-1]  # ``netG``, ``netD``
+    if not ws or ws[0] in VERB_WORDS:
+        return False
+    return ws[-1] in MODULE_WORDS or identifier.lower() in MODULE_WORDS
 
 
 def looks_like_loss_name(identifier: str) -> bool:

@@ -228,7 +228,7 @@ class ProjectIndex:
                    for b in bases)
 
     def is_lightning_class(self, module: str, name: str) -> bool:
-        return any(b.endswith("LightningModule") for b in self.class_bases(module, name))
+        return name == "LightningModule" or any(b.endswith("LightningModule") for b in self.class_bases(module, name))
 
     def methods_in_hierarchy(self, module: str, class_name: str, method: str) -> List[FunctionRef]:
         """The method as defined on the class or the nearest project base defining it."""

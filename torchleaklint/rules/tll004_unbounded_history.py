@@ -177,7 +177,7 @@ class Agent:
             if not any(w in PER_STEP_WORDS for w in words(scope.name)) and scope.name != "__call__":
                 continue
             for stmt in scope.statements:
-                if any(site.container == key and site.target is not None and dotted(site.target) == key
+                if any(site.container == key and site.how != "setitem" and dotted(site.target) == key
                        for site in store_in_stmt(stmt)):
                     return scope, stmt
         return None

@@ -160,8 +160,24 @@ class Norm(nn.Module):
         return None
 
 
+def _tensor_function(value) -> bool:
+    """``torch.lerp(self.ema, x, w)``-style updates; not ``self.model = wrap(self.model)``."""
+    if not isinstance(value, ast.Call):
+        return False
+    path = dotted(value.func) or ""
+    return path.split(".")[0] in ("torch", "F") and path.rsplit(".", 1)[-1] in (
+        "lerp", "add", "addcmul", "mul", "where", "cat", "stack", "maximum", "minimum", "clamp", "normalize")
+
+
 def _computed_from(flow, scope, value, attr) -> bool:
-    """Is ``value`` built from ``attr`` through local names (not ``attr`` itself)?"""
+    """Is ``value`` arithmetic on ``attr`` through local names (``new_mean = self.mean + d``;
+    ``self.mean = new_mean``), not a re-binding (``model = wrap(self.model)``)?"""
+    if isinstance(value, ast.Name):
+        defs = scope.defs_of(value.id)
+        if not defs or not all(isinstance(d.value, ast.BinOp) or _tensor_function(d.value) for d in defs):
+            return False
+    elif not isinstance(value, ast.BinOp):
+        return False
     return any(attr in flow.sources_of(scope, [key]) for key in expr_keys(value) if key != attr)
 
 
@@ -180,7 +196,7 @@ def _update(stmt, flow=None, scope=None) -> Optional[Tuple[str, List[ast.AST], b
         if not attr or not attr.startswith("self.") or attr.count(".") != 1:
             return None
         reads = [n for n in ast.walk(stmt.value) if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) == attr]
-        if reads and isinstance(stmt.value, (ast.BinOp, ast.Call)):
+        if reads and (isinstance(stmt.value, ast.BinOp) or _tensor_function(stmt.value)):
             return attr, _operands_without(stmt.value, attr), _pure_sum(stmt.value, attr)
         if not reads and flow is not None and _computed_from(flow, scope, stmt.value, attr):
             return attr, [stmt.value], False  # ``new_mean = self.mean + ...; self.mean = new_mean``

@@ -119,18 +119,22 @@ def evaluate(model, loader):
     def check(self, ctx: RuleContext):
         analysis = ctx.analysis
         index = analysis.index
+        if not index.imports.imports_torch():
+            return  # other frameworks record gradients on their own terms
         for scope in index.scopes:
-            if not scope.is_function or analysis.grad.scope_off(scope):
-                continue
+            if not scope.is_function or scope.name == "forward" or analysis.grad.scope_off(scope):
+                continue  # a forward hands its outputs to whoever called it
             if _is_pytest_test(ctx.path, scope.name):
                 continue
             eval_call = _eval_mode_call(scope)
-            named = any(w in EVAL_WORDS for w in words(scope.name))
+            named = eval_call is None and self._named_evaluation(analysis, scope)
             if eval_call is None and not named:
                 continue
-            forward = self._first_forward(analysis, scope)
+            forward = self._first_forward(analysis, scope, after=eval_call)
             if forward is None:
                 continue
+            if named and not index.ctx(forward[1]).loops:
+                continue  # a name alone is weak evidence: require a loop over data as well
             if loop_calls_backward(analysis, scope, scope.node, retained=True):
                 continue  # gradients are wanted here (saliency, test-time adaptation)
             call, stmt, evidence = forward
@@ -143,13 +147,28 @@ def evaluate(model, loader):
             yield self.diagnostic(ctx, stmt, message, self._fix(ctx, scope), notes)
 
     @staticmethod
-    def _first_forward(analysis, scope):
+    def _named_evaluation(analysis, scope) -> bool:
+        """``evaluate(...)``/``validate_epoch(...)``… as a function or a method of a class that
+        is not itself a model (a model's ``predict_*`` method is part of its forward)."""
+        first = words(scope.name)[:1]
+        if not first or first[0] not in EVAL_WORDS:
+            return False
+        project = analysis.project
+        if scope.class_name and project is not None and project.is_module_class(analysis.index.module_name,
+                                                                                   scope.class_name):
+            return False
+        return True
+
+    @staticmethod
+    def _first_forward(analysis, scope, after=None):
         index = analysis.index
         kinds = analysis.graph.kinds
         for call, stmt in sorted(scope.calls, key=lambda cs: (cs[0].lineno, cs[0].col_offset)):
             ctx = index.ctx(stmt)
             if ctx is None or ctx.grad_off or ctx.scope is not scope:
                 continue
+            if after is not None and (call.lineno, call.col_offset) < (after.lineno, after.col_offset):
+                continue  # forwards before `.eval()` are training
             if isinstance(call.func, ast.Attribute) and call.func.attr.startswith(HELPER_METHOD_PREFIXES):
                 continue  # ``model.init_hidden(bsz)`` builds state; it is not a forward pass
             evidence = kinds.module_call(call, scope, stmt)
