@@ -55,7 +55,8 @@ VERB_WORDS = frozenset({"prepare", "get", "build", "load", "create", "make", "in
                         "preprocess", "postprocess", "process", "dispatch", "replace", "fuse", "quantize",
                         "dequantize", "prune", "patch", "attach", "detach", "merge", "split", "shard",
                         "offload", "compile", "trace", "script", "validate", "evaluate", "test", "run",
-                        "add", "remove", "delete", "write", "read", "parse", "verify", "instantiate"})
+                        "add", "remove", "delete", "write", "read", "parse", "verify", "instantiate",
+                        "predict", "infer", "generate", "sample", "encode", "decode", "embed", "score"})
 
 
 def looks_like_module_name(identifier: str) -> bool:

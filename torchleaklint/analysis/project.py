@@ -256,7 +256,7 @@ class ProjectIndex:
         key = ("calls_backward", ref)
         if key in self.memo:
             return bool(self.memo[key])
-        if key in self.in_progress or depth > 6:
+        if key in self.in_progress or depth > 3:
             return False
         table = self.tables.get(ref.module)
         if table is None:
@@ -268,11 +268,11 @@ class ProjectIndex:
         try:
             found = False
             for name in table.callees.get(ref.qualname, ()):
-                for target in self.functions_named(name):
-                    if self.calls_backward(target, depth + 1):
-                        found = True
-                        break
-                if found:
+                targets = self.functions_named(name)
+                if len(targets) != 1:
+                    continue  # a common name: which function runs is not known
+                if self.calls_backward(targets[0], depth + 1):
+                    found = True
                     break
         finally:
             self.in_progress.discard(key)

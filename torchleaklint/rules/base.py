@@ -32,6 +32,12 @@ class RuleContext:
         self.path = path
         self.options = options
 
+    @property
+    def uses_torch(self) -> bool:
+        """Graph rules apply to modules that import PyTorch (or its ecosystem): other
+        frameworks' ``backward()`` and ``eval()`` follow other rules."""
+        return self.analysis.index.imports.imports_torch()
+
     def position(self, line: int, byte_col: int) -> Position:
         return Position(line, self.source.char_col(line, byte_col))
 

@@ -145,6 +145,8 @@ for x in batches:
     ]
 
     def check(self, ctx: RuleContext):
+        if not ctx.uses_torch:
+            return
         analysis = ctx.analysis
         graph = analysis.graph
         for scope in analysis.index.scopes:

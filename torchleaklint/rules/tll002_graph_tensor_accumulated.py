@@ -117,6 +117,8 @@ print(total_loss / len(loader))
     ]
 
     def check(self, ctx: RuleContext):
+        if not ctx.uses_torch:
+            return
         analysis = ctx.analysis
         for scope in analysis.index.scopes:
             for stmt in scope.statements:
@@ -161,6 +163,8 @@ print(total_loss / len(loader))
                 parts.extend(carrying_parts(ctx, expr, stmt))
         if evidence is None:
             return None
+        if evidence.strength == CONVENTION and any(_count_like(ctx.text_of(e)) for e in added):
+            return None  # ``n_samples += batch_count``: a count, by all appearances, not a tensor
         defs = scope.defs_of(key)
         if any(isinstance(d.value, (ast.List, ast.Dict, ast.ListComp)) for d in defs if d.kind == "assign"):
             return None  # a list: storing into it is TLL001's business
@@ -241,3 +245,13 @@ def _sum_operands(expr) -> Optional[List[ast.AST]]:
         left = _sum_operands(expr.left)
         return (left if left is not None else [expr.left]) + [expr.right]
     return None
+
+
+COUNT_WORDS = frozenset({"count", "counts", "num", "n", "samples", "size", "length", "len", "idx", "index",
+                         "steps", "tokens", "total", "seen", "batches"})
+
+
+def _count_like(text: str) -> bool:
+    from ..analysis.names import words
+
+    return bool(text.isidentifier() and set(words(text)) & COUNT_WORDS)

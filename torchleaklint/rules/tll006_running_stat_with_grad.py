@@ -110,6 +110,8 @@ class Norm(nn.Module):
     ]
 
     def check(self, ctx: RuleContext):
+        if not ctx.uses_torch:
+            return
         analysis = ctx.analysis
         for scope in analysis.index.scopes:
             if not scope.is_function or not scope.class_name or scope.name in ("__init__", "reset_parameters"):

@@ -111,6 +111,8 @@ for x in batches:
     ]
 
     def check(self, ctx: RuleContext):
+        if not ctx.uses_torch:
+            return
         analysis = ctx.analysis
         reported = set()
         for scope in analysis.index.scopes:

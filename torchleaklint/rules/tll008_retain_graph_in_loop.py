@@ -83,6 +83,8 @@ for x, y in batches:
     ]
 
     def check(self, ctx: RuleContext):
+        if not ctx.uses_torch:
+            return
         analysis = ctx.analysis
         index = analysis.index
         for scope in index.scopes:

@@ -124,8 +124,8 @@ def evaluate(model, loader):
         for scope in index.scopes:
             if not scope.is_function or scope.name == "forward" or analysis.grad.scope_off(scope):
                 continue  # a forward hands its outputs to whoever called it
-            if _is_pytest_test(ctx.path, scope.name):
-                continue
+            if _is_test_file(ctx.path):
+                continue  # a test runs its forwards once
             eval_call = _eval_mode_call(scope)
             named = eval_call is None and self._named_evaluation(analysis, scope)
             if eval_call is None and not named:
@@ -201,6 +201,7 @@ def _eval_mode_call(scope):
     return None
 
 
-def _is_pytest_test(path: str, name: str) -> bool:
-    base = os.path.basename(path)
-    return name.startswith("test") and (base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py")
+def _is_test_file(path: str) -> bool:
+    parts = path.replace("\\", "/").split("/")
+    base = parts[-1]
+    return base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py" or "tests" in parts[:-1]
