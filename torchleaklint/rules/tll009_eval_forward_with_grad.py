@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
 
 from ..analysis.loops import loop_calls_backward
 from ..analysis.names import words
