@@ -41,6 +41,10 @@ def carried_states(analysis, scope: Scope, loop: ast.AST) -> Iterator[CarriedSta
                 continue
             if _cut_each_iteration(analysis, scope, loop, key, stmt):
                 continue
+            if _rebound_earlier_in_iteration(analysis, scope, loop, key, stmt):
+                continue  # ``x = f(); ...; x = x / k``: the previous value is this iteration's
+            if _higher_order(scope, loop):
+                continue  # ``create_graph=True``: a deliberate differentiable unroll (MAML, unrolled optimisation)
             evidence = analysis.graph.carrying(stmt.value, stmt)
             if evidence is None:
                 continue
@@ -126,6 +130,24 @@ def _cut_each_iteration(analysis, scope: Scope, loop, key: str, carrying) -> boo
             return True
         if analysis.graph.carrying(stmt.value, stmt) is None:
             return True  # ``hidden = tuple(h.detach() for h in hidden)``
+    return False
+
+
+def _rebound_earlier_in_iteration(analysis, scope: Scope, loop, key: str, stmt) -> bool:
+    for d in scope.defs_of(key):
+        if d.stmt is stmt or not contains(loop, d.stmt) or isinstance(d.stmt, LOOP_TYPES):
+            continue
+        if _runs_before(analysis, d.stmt, stmt):
+            return True
+    return False
+
+
+def _higher_order(scope: Scope, loop) -> bool:
+    for call, _ in scope.calls:
+        if contains(loop, call) and any(
+                k.arg == "create_graph" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                for k in call.keywords):
+            return True
     return False
 
 

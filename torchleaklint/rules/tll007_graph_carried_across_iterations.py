@@ -141,9 +141,13 @@ for x in batches:
         value = state.stmt.value
         if not isinstance(value, ast.Call) or _module_call_arg(value, state.references):
             body = state.loop.body[0]
-            text = self._top_detach(ctx, scope, state)
+            if not _defined_before(ctx.analysis, scope, state):
+                return None  # first assigned inside the loop: a detach at its top would run too early
+            text, certain = self._top_detach(ctx, scope, state)
             if text is None:
                 return None
+            if not certain:
+                applicability = "unsafe"  # the carried value's type (tensor, tuple, dict) is not known
             edit = line_before(ctx, body, text)
             if edit is None:
                 return None
@@ -157,14 +161,16 @@ for x in batches:
         init = initial_value(ctx.analysis, scope, state.loop, key)
         torch = torch_name(ctx)
         if isinstance(init, (ast.Tuple, ast.List)):
-            return f"{key} = tuple(t.detach() for t in {key})"
+            return f"{key} = tuple(t.detach() for t in {key})", True
         qual = ctx.analysis.index.imports.qualname(init.func) if isinstance(init, ast.Call) else None
-        if torch is None or (qual or "").startswith("torch."):
-            return f"{key} = {key}.detach()"
+        if (qual or "").startswith("torch."):
+            return f"{key} = {key}.detach()", True
+        if torch is None:
+            return None, False
         expr = f"{key}.detach() if isinstance({key}, {torch}.Tensor) else tuple(h.detach() for h in {key})"
         if isinstance(init, ast.Constant) and init.value is None:
-            return f"{key} = None if {key} is None else {expr}"
-        return f"{key} = {expr}"
+            return f"{key} = None if {key} is None else {expr}", False
+        return f"{key} = {expr}", False
 
 
 def _module_call_arg(value: ast.Call, refs) -> bool:
@@ -183,3 +189,9 @@ def _pure_sum(stmt, key) -> bool:
     from ..analysis.names import dotted
 
     return dotted(node) == key or dotted(value.right) == key
+
+
+def _defined_before(analysis, scope, state) -> bool:
+    loop = state.loop
+    start = (loop.lineno, loop.col_offset)
+    return any(d.start < start and analysis.flow.dominates(d, loop) for d in scope.defs_of(state.key))
