@@ -315,6 +315,14 @@ class ObjectKinds:
         if method in BUILTIN_METHOD_NAMES and arity < 2:
             return []
         candidates = [ref for ref in project.functions_named(method) if "." in ref.qualname]
+        if arity >= 2:
+            # ``a, b = obj.update(batch)``: only methods that return that many values fit.
+            fitting = []
+            for ref in candidates:
+                summary = summary_for(project, ref)
+                if summary is not None and summary.can_unpack(arity):
+                    fitting.append(ref)
+            candidates = fitting
         if len(candidates) > MAX_NAME_CANDIDATES:
             return []  # too common a method name to guess the receiver's class from
         return candidates
