@@ -9,7 +9,8 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
-from .graph import DETACH_METHODS, Evidence
+from .detachers import DETACH_METHODS
+from .graph import Evidence
 from .lifetimes import every_iteration
 from .module_index import LOOP_TYPES, Scope, contains
 from .names import dotted, words

@@ -12,6 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set, Tuple
 
+from .backward import BackwardSite, backward_site
 from .names import ImportMap, dotted
 
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
@@ -68,16 +69,6 @@ class Def:
     @property
     def end(self) -> Tuple[int, int]:
         return end_of(self.stmt)
-
-
-@dataclass
-class BackwardSite:
-    call: ast.Call
-    receiver: ast.AST
-    keys: Tuple[str, ...]
-    scalar_proof: bool  # backward() without a gradient argument needs a scalar
-    retain_graph: bool
-    direct_keys: Tuple[str, ...] = ()  # backpropagated as they are, not via a reduction
 
 
 @dataclass
@@ -406,78 +397,3 @@ def _enables_grad(expr, imports: ImportMap) -> bool:
         arg = expr.args[0]
         return not (isinstance(arg, ast.Constant) and arg.value is False)
     return False
-
-
-# Receivers of ``x.backward(loss)`` that are engines, not tensors.
-_BACKWARD_ENGINES = frozenset({"accelerator", "fabric", "engine", "model_engine", "self", "trainer",
-                               "deepspeed_engine", "ds_engine", "amp", "optimizer", "scaler",
-                               "runner", "booster", "strategy", "model", "module"})
-
-
-def backward_site(call: ast.Call, imports: ImportMap) -> Optional[BackwardSite]:
-    func = call.func
-    receiver = None
-    scalar_proof = False
-    if isinstance(func, ast.Attribute) and func.attr in ("backward", "manual_backward"):
-        owner = dotted(func.value)
-        owner_last = owner.rsplit(".", 1)[-1] if owner else None
-        if call.args and (func.attr == "manual_backward" or owner_last in _BACKWARD_ENGINES
-                          or imports.is_module_alias(owner or "")):
-            receiver = call.args[0]
-            scalar_proof = True
-        elif func.attr == "backward":
-            receiver = func.value
-            scalar_proof = not call.args and not any(k.arg in ("gradient", "grad_tensors") for k in call.keywords)
-    else:
-        qual = imports.qualname(func) or ""
-        if qual in ("torch.autograd.backward", "torch.autograd.grad") and call.args:
-            receiver = call.args[0]
-    if receiver is None:
-        return None
-    retain = any(
-        k.arg == "retain_graph" and not (isinstance(k.value, ast.Constant) and not k.value.value)
-        for k in call.keywords
-    )
-    keys, direct = receiver_keys(receiver, imports)
-    return BackwardSite(call, receiver, tuple(sorted(keys)), scalar_proof, retain, tuple(sorted(direct)))
-
-
-def receiver_keys(expr: ast.AST, imports: ImportMap) -> Tuple[Set[str], Set[str]]:
-    """Names whose values are backpropagated by ``expr.backward()``: every value operand,
-    but not the callee of a wrapper such as ``scaler.scale(loss)``. The second set holds
-    the names backpropagated as they are (``loss``, ``loss / k``, ``scaler.scale(loss)``),
-    not through a reduction (``out.sum()``), for which ``backward()`` proves a scalar."""
-    out: Set[str] = set()
-    direct: Set[str] = set()
-
-    def visit(node, whole):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr not in ("scale",):
-                base = dotted(func.value)
-                if not (base and imports.is_module_alias(base.split(".")[0])):
-                    visit(func.value, False)
-            wrapper = isinstance(func, ast.Attribute) and func.attr == "scale"
-            for arg in node.args:
-                visit(arg, whole and wrapper)
-            for kw in node.keywords:
-                visit(kw.value, False)
-        elif isinstance(node, (ast.Name, ast.Attribute)):
-            path = dotted(node)
-            if path is not None:
-                out.add(path)
-                if whole:
-                    direct.add(path)
-            elif isinstance(node, ast.Attribute):
-                visit(node.value, False)
-        elif isinstance(node, ast.BinOp):
-            visit(node.left, whole)
-            visit(node.right, whole)
-        else:
-            for child in ast.iter_child_nodes(node):
-                visit(child, whole and isinstance(node, (ast.UnaryOp,)))
-
-    visit(expr, True)
-    out.discard("self")
-    direct.discard("self")
-    return out, direct
