@@ -19,6 +19,7 @@ class BackwardSite:
     scalar_proof: bool  # backward() without a gradient argument needs a scalar
     retain_graph: bool
     direct_keys: Tuple[str, ...] = ()  # backpropagated as they are, not via a reduction
+    kind: str = "backward"  # "grad" for torch.autograd.grad
 
 
 
@@ -32,6 +33,7 @@ def backward_site(call: ast.Call, imports: ImportMap) -> Optional[BackwardSite]:
     func = call.func
     receiver = None
     scalar_proof = False
+    kind = "backward"
     if isinstance(func, ast.Attribute) and func.attr in ("backward", "manual_backward"):
         owner = dotted(func.value)
         owner_last = owner.rsplit(".", 1)[-1] if owner else None
@@ -46,6 +48,7 @@ def backward_site(call: ast.Call, imports: ImportMap) -> Optional[BackwardSite]:
         qual = imports.qualname(func) or ""
         if qual in ("torch.autograd.backward", "torch.autograd.grad") and call.args:
             receiver = call.args[0]
+            kind = "grad" if qual.endswith(".grad") else "backward"
     if receiver is None:
         return None
     retain = any(
@@ -53,7 +56,7 @@ def backward_site(call: ast.Call, imports: ImportMap) -> Optional[BackwardSite]:
         for k in call.keywords
     )
     keys, direct = receiver_keys(receiver, imports)
-    return BackwardSite(call, receiver, tuple(sorted(keys)), scalar_proof, retain, tuple(sorted(direct)))
+    return BackwardSite(call, receiver, tuple(sorted(keys)), scalar_proof, retain, tuple(sorted(direct)), kind)
 
 
 def receiver_keys(expr: ast.AST, imports: ImportMap) -> Tuple[Set[str], Set[str]]:

@@ -135,12 +135,22 @@ def _cut_each_iteration(analysis, scope: Scope, loop, key: str, carrying) -> boo
 
 
 def _rebound_earlier_in_iteration(analysis, scope: Scope, loop, key: str, stmt) -> bool:
+    """Is ``key`` assigned earlier in the same iteration on every path (directly, or on
+    both arms of an ``if``/``else``)?"""
+    arms = {}
     for d in scope.defs_of(key):
         if d.stmt is stmt or not contains(loop, d.stmt) or isinstance(d.stmt, LOOP_TYPES):
             continue
+        if (d.stmt.lineno, d.stmt.col_offset) >= (stmt.lineno, stmt.col_offset):
+            continue
         if _runs_before(analysis, d.stmt, stmt):
             return True
-    return False
+        ctx = analysis.index.ctx(d.stmt)
+        branch = ctx.blocks[-1] if ctx and ctx.blocks else None
+        owner = getattr(branch, "owner", None)
+        if isinstance(owner, ast.If) and owner.orelse:
+            arms.setdefault(id(owner), set()).add(id(branch))
+    return any(len(branches) >= 2 for branches in arms.values())
 
 
 def _higher_order(scope: Scope, loop) -> bool:

@@ -88,6 +88,10 @@ def disposal(analysis, scope: Scope, names: List[str], after) -> Optional[str]:
             if analysis.graph.kinds.resolve_functions(call.func, scope, None):
                 # A helper of the linted project owns it now (and may close it).
                 return f"handed to `{dotted(call.func) or 'a call'}` at line {call.lineno}"
+            if (name[:1].isupper() or analysis.graph.kinds.resolve_class(call.func, scope)) and \
+                    name not in ("Image", "Figure"):
+                # ``ArtistAnimation(fig, ...)``: an object built around the figure now holds it.
+                return f"held by the `{dotted(call.func)}` built at line {call.lineno}"
             # Library consumers (wandb.Image, mlflow.log_figure, PdfPages.savefig) do not close it.
     if held:
         for expr in scope.returns:
@@ -140,10 +144,10 @@ def closed_by_callers(analysis, scope: Scope) -> Optional[str]:
             return None
         caller_analysis, caller_scope = found
         imports = caller_analysis.index.imports
-        if not any(imports.qualname(c.func) == CLOSE and (not c.args or isinstance(c.args[0], ast.Constant))
-                   for c, _ in caller_scope.calls):
+        if not any((imports.qualname(c.func) == CLOSE and (not c.args or isinstance(c.args[0], ast.Constant)))
+                   or imports.qualname(c.func) == SHOW for c, _ in caller_scope.calls):
             return None
-    return f"every caller of `{scope.name}` closes all figures"
+    return f"every caller of `{scope.name}` closes or shows the figures"
 
 
 def _inside_try_closing(scope: Scope, stmt, closed_at: int) -> bool:

@@ -25,6 +25,8 @@ def loop_calls_backward(analysis, scope: Scope, loop: ast.AST, retained: bool = 
         return memo[key]
     found = None
     for site in scope.backward_sites:
+        if site.kind == "grad":
+            continue  # ``torch.autograd.grad`` computes gradients for the code to use (penalties, meta-learning)
         if contains(loop, site.call) and (retained or not site.retain_graph):
             found = f"`.backward()` at line {site.call.lineno}"
             break

@@ -153,6 +153,8 @@ for x in batches:
             for site in all_stores(analysis, scope):
                 if site.how == "setitem" and isinstance(site.key_expr, ast.Constant):
                     continue  # overwritten every iteration: at most one graph alive
+                if site.call is not None and graph.kinds.resolve_functions(site.call.func, scope, site.stmt):
+                    continue  # ``metric.add(x)`` on a project class: its own method, judged by TLL002's summaries
                 evidence = graph.carrying(site.value, site.stmt)
                 if evidence is None:
                     continue

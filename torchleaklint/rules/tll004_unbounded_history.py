@@ -165,6 +165,8 @@ class Agent:
             if owner and (_short_lived(analysis, owner) or _finalized(analysis, owner)):
                 continue
             scope, stmt = appender
+            if _periodic(analysis, stmt) or _setup_only(analysis, scope) or _sibling_len_check(analysis, scope, key):
+                continue
             fix = self._fix(ctx, key, creation)
             message = (f"`{key}` grows on every `{scope.name}()` call (line {stmt.lineno}) and is never cleared, "
                        f"truncated or bounded")
@@ -266,6 +268,45 @@ def _short_lived(analysis, class_name) -> bool:
             if ctx is None or not ctx.loops or not local:
                 return False
     return True
+
+
+def _periodic(analysis, stmt) -> bool:
+    """An append under ``if step % every == 0``: one entry per evaluation, a log by design."""
+    ctx = analysis.index.ctx(stmt)
+    for branch in (ctx.blocks if ctx else ()):
+        owner = getattr(branch, "owner", None)
+        if isinstance(owner, ast.If) and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+                                             for n in ast.walk(owner.test)):
+            return True
+    return False
+
+
+def _setup_only(analysis, scope) -> bool:
+    """Every call of the appending method comes from ``__init__`` (a builder run once)."""
+    project = analysis.project
+    if project is None or not scope.is_function:
+        return False
+    sites = project.call_sites(scope.name)
+    return bool(sites) and all(caller.endswith(".__init__") for _, caller, _ in sites)
+
+
+def _sibling_len_check(analysis, scope, key) -> bool:
+    """``if len(self.key_cache) <= layer: self.key_cache.append(k); self.value_cache.append(v)``:
+    a length check on a list appended together with this one bounds both."""
+    appended = set()
+    for stmt in scope.statements:
+        for site in store_in_stmt(stmt):
+            if site.how != "setitem":
+                appended.add(site.container)
+    if key not in appended:
+        return False
+    for node in ast.walk(scope.node):
+        if isinstance(node, ast.Compare):
+            for side in [node.left] + list(node.comparators):
+                if isinstance(side, ast.Call) and getattr(side.func, "id", None) == "len" and side.args \
+                        and dotted(side.args[0]) in appended:
+                    return True
+    return False
 
 
 def _finalized(analysis, class_name) -> bool:
