@@ -101,8 +101,11 @@ for x, y in batches:
                     region = scope.node  # once per call, and the callers loop
                 else:
                     continue
+                # A later backward anywhere in the enclosing loops may reuse the retained graph
+                # (a meta-gradient after an inner loop of retained task backwards).
+                outer = ctx_.loops[0] if ctx_.loops else region
                 later = [other for other in scope.backward_sites
-                         if other is not site and contains(region, other.call)
+                         if other is not site and contains(outer, other.call)
                          and start_of(other.call) > start_of(site.call)]
                 if later or _graph_built_outside(analysis, scope, site, stmt, region):
                     continue
