@@ -53,6 +53,8 @@ def figure_sites(analysis, scope: Scope) -> Iterator[FigureSite]:
 def returns_figure(analysis, scope: Scope) -> bool:
     """Does the function hand a figure it made to its caller?"""
     imports = analysis.index.imports
+    if any((imports.qualname(c.func) or "") == SHOW for c, _ in scope.calls):
+        return False  # it shows the figure itself
     made = {n for site in figure_sites(analysis, scope) for n in site.names}
     for expr in scope.returns:
         if isinstance(expr, ast.Call) and imports.qualname(expr.func) in FIGURE_MAKERS:
@@ -107,7 +109,26 @@ def disposal(analysis, scope: Scope, names: List[str], after) -> Optional[str]:
     for call, _ in analysis.index.module_scope.calls:
         if (imports.qualname(call.func) or "") == SHOW:
             return f"the script shows figures (line {call.lineno})"
+    if not _finished_with(analysis, scope, begin):
+        # Drawn but never saved or logged here: a plotting helper that leaves the figure
+        # for its caller to show or save (pyplot's current-figure style).
+        return "left for the caller to show or save"
     return None
+
+
+FINISHING_CALLS = frozenset({"savefig", "log_figure", "add_figure", "print_figure", "buffer_rgba",
+                             "tostring_rgb", "tostring_argb", "log_image", "Image", "figure_to_image"})
+
+
+def _finished_with(analysis, scope: Scope, begin) -> bool:
+    """Does the function save or log the figure (after which it has no more use)?"""
+    for call, _ in scope.calls:
+        if start_of(call) < begin:
+            continue
+        name = (dotted(call.func) or getattr(call.func, "attr", "") or "").rsplit(".", 1)[-1]
+        if name in FINISHING_CALLS:
+            return True
+    return False
 
 
 def early_exit(analysis, scope: Scope, site: FigureSite, disposed: Optional[str]) -> Optional[int]:

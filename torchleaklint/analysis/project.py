@@ -66,7 +66,7 @@ def module_symbols(index: ModuleIndex, path: str) -> SymbolTable:
     for scope in index.scopes:
         if scope.is_function:
             table.functions[scope.qualname] = scope.name
-            if scope.backward_sites:
+            if any(site.kind != "grad" for site in scope.backward_sites):
                 table.backward_functions.add(scope.qualname)
         for key, defs in scope.defs.items():
             for d in defs:

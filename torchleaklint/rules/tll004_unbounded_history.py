@@ -15,7 +15,7 @@ from .insertions import import_edit
 # the run. (Hooks and wrappers run once per forward or call.)
 PER_STEP_WORDS = frozenset({"step", "update", "forward", "call", "act", "learn", "observe", "optimize",
                             "train", "remember", "push", "store", "record", "track", "log", "hook",
-                            "wrapper", "predict", "infer", "collect", "rollout", "clip"})
+                            "wrapper", "clip", "predict", "infer"})
 # Objects with a finalising method accumulate for one evaluation or epoch, then are
 # summarised and dropped or reset: their lists are bounded by that unit of work.
 FINALIZER_WORDS = frozenset({"compute", "summarize", "summarise", "finalize",
@@ -176,7 +176,7 @@ class Agent:
     @staticmethod
     def _per_step_appender(key, scopes):
         for scope in scopes:
-            if not any(w in PER_STEP_WORDS for w in words(scope.name)) and scope.name != "__call__":
+            if not any(w in PER_STEP_WORDS for w in words(scope.name)):
                 continue
             for stmt in scope.statements:
                 if any(site.container == key and site.how != "setitem" and dotted(site.target) == key
