@@ -13,7 +13,7 @@ from .insertions import import_edit
 
 # Methods that run once per step, update, episode or batch: what they append grows with
 # the run. (Hooks and wrappers run once per forward or call.)
-PER_STEP_WORDS = frozenset({"step", "update", "forward", "call", "act", "learn", "observe", "optimize",
+PER_STEP_WORDS = frozenset({"step", "update", "forward", "act", "learn", "observe", "optimize",
                             "train", "remember", "push", "store", "record", "track", "log", "hook",
                             "wrapper", "clip", "predict", "infer"})
 # Objects with a finalising method accumulate for one evaluation or epoch, then are
