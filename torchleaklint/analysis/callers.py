@@ -7,8 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .module_index import Scope
-from .project import FunctionRef
+from .module_index import Scope, calls_named
 from .summaries import argument_for
 
 MAX_SITES = 8
@@ -31,15 +30,7 @@ def argument_evidence(analysis, scope: Scope, param: str, depth: int = 0):
     if position < 0:
         return None
     for name in sorted(_call_names(project, scope)):
-        sites = project.call_sites(name)
-        if len(sites) > MAX_SITES:
-            continue
-        seen = set()
-        for module, caller, _ in sites:
-            if (module, caller) in seen:
-                continue
-            seen.add((module, caller))
-            found = project.scope_for(FunctionRef(module, caller))
+        for found in project.callers(name, MAX_SITES) or ():
             if found is None:
                 continue
             caller_analysis, caller_scope = found
@@ -50,11 +41,7 @@ def argument_evidence(analysis, scope: Scope, param: str, depth: int = 0):
 
 
 def _from_calls(analysis, scope: Scope, name: str, position: int, param: str, depth: int) -> Optional[object]:
-    for call, stmt in scope.calls:
-        func = call.func
-        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if called != name:
-            continue
+    for call, stmt in calls_named(scope, name):
         arg = argument_for(call, position, param)
         if arg is None:
             continue

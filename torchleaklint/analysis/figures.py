@@ -154,16 +154,10 @@ def closed_by_callers(analysis, scope: Scope) -> Optional[str]:
     project = analysis.project
     if project is None or not scope.is_function:
         return None
-    sites = project.call_sites(scope.name)
-    if not sites or len(sites) > 8:
+    callers = project.callers(scope.name)
+    if callers is None or None in callers:
         return None
-    from .project import FunctionRef
-
-    for module, caller, _ in sites:
-        found = project.scope_for(FunctionRef(module, caller))
-        if found is None:
-            return None
-        caller_analysis, caller_scope = found
+    for caller_analysis, caller_scope in callers:
         imports = caller_analysis.index.imports
         if not any((imports.qualname(c.func) == CLOSE and (not c.args or isinstance(c.args[0], ast.Constant)))
                    or imports.qualname(c.func) == SHOW for c, _ in caller_scope.calls):

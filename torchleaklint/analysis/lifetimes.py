@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .loops import function_calls_backward, loop_calls_backward
-from .module_index import Scope, contains
+from .module_index import Scope, calls_named, contains
 from .stores import is_bounded_constructor, resets_of
 
 INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "reset", "reset_parameters",
@@ -213,20 +213,11 @@ def callers_may_backpropagate(analysis, scope: Scope) -> bool:
     project = analysis.project
     if project is None or not scope.is_function:
         return True
-    sites = project.call_sites(scope.name)
-    if not sites or len(sites) > 8:
+    callers = project.callers(scope.name)
+    if callers is None or None in callers:
         return True
-    from .project import FunctionRef
-
-    for module, caller, _ in sites:
-        found = project.scope_for(FunctionRef(module, caller))
-        if found is None:
-            return True
-        caller_analysis, caller_scope = found
-        for call, call_stmt in caller_scope.calls:
-            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
-            if name != scope.name:
-                continue
+    for caller_analysis, caller_scope in callers:
+        for call, call_stmt in calls_named(caller_scope, scope.name):
             targets = _result_names(call_stmt, call)
             if targets is None:
                 return True  # the result goes somewhere we do not follow

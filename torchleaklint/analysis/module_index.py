@@ -125,6 +125,23 @@ def enclosing_block(scope_node: ast.AST, stmt: ast.AST) -> Optional[list]:
     return None
 
 
+def called_name(call: ast.Call) -> Optional[str]:
+    """``f`` for ``f(...)`` and ``obj.f(...)``; None for other callees."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def calls_named(scope: "Scope", name: str):
+    """The (call, statement) pairs of a scope whose callee is spelled ``name``."""
+    for call, stmt in scope.calls:
+        if called_name(call) == name:
+            yield call, stmt
+
+
 def container_key(expr: ast.AST) -> Optional[str]:
     """The name or dotted path of the container in ``c.append``, ``c[k]``, ``c[k].append``."""
     while isinstance(expr, ast.Subscript):

@@ -31,6 +31,7 @@ MODULE_BASES = frozenset(
 )
 
 
+MAX_CALL_SITES = 8  # beyond this, a name is too common to say which function a call reaches
 _PASSTHROUGH = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16"})
 
 
@@ -184,6 +185,21 @@ class ProjectIndex:
         out: Set[str] = set()
         for table in self.tables.values():
             out |= table.instances.get(class_name, set())
+        return out
+
+    def callers(self, name: str, limit: int = MAX_CALL_SITES):
+        """The scopes that call something spelled ``name``, one per caller: a list of
+        (analysis, scope), with None for a caller that cannot be analysed. None when no
+        call exists or the name is too common to follow."""
+        sites = self.call_sites(name)
+        if not sites or len(sites) > limit:
+            return None
+        out = []
+        seen = set()
+        for module, caller, _ in sites:
+            if (module, caller) not in seen:
+                seen.add((module, caller))
+                out.append(self.scope_for(FunctionRef(module, caller)))
         return out
 
     def class_table(self, module: str, class_name: str) -> Optional[List[str]]:

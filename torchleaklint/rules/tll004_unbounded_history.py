@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
+from ..analysis.module_index import calls_named
 from ..analysis.names import dotted, words
 from ..analysis.stores import store_in_stmt
 from ..diagnostics import UNSAFE, Edit, Fix
@@ -249,20 +250,11 @@ def _short_lived(analysis, class_name) -> bool:
     project = analysis.project
     if project is None:
         return False
-    from ..analysis.project import FunctionRef
-
-    sites = project.call_sites(class_name)
-    if not sites or len(sites) > 8:
+    callers = project.callers(class_name)
+    if callers is None or None in callers:
         return False
-    for module, caller, _ in sites:
-        found = project.scope_for(FunctionRef(module, caller))
-        if found is None:
-            return False
-        caller_analysis, scope = found
-        for call, stmt in scope.calls:
-            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
-            if name != class_name:
-                continue
+    for caller_analysis, scope in callers:
+        for _, stmt in calls_named(scope, class_name):
             ctx = caller_analysis.index.ctx(stmt)
             local = isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)
             if ctx is None or not ctx.loops or not local:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.carried import carried_states
-from ..analysis.module_index import contains, start_of
+from ..analysis.module_index import calls_named, contains, start_of
 from .base import Invalid, Rule, RuleContext
 
 
@@ -126,20 +126,13 @@ def _called_in_loop(analysis, scope) -> bool:
     project = analysis.project
     if project is None:
         return False
-    from ..analysis.project import FunctionRef
-
-    sites = project.call_sites(scope.name)
-    if not sites or len(sites) > 8:
-        return False
-    for module, caller, _ in sites:
-        found = project.scope_for(FunctionRef(module, caller))
+    for found in project.callers(scope.name) or ():
         if found is None:
             continue
         caller_analysis, caller_scope = found
-        for call, stmt in caller_scope.calls:
-            name = call.func.attr if hasattr(call.func, "attr") else getattr(call.func, "id", None)
+        for _, stmt in calls_named(caller_scope, scope.name):
             ctx = caller_analysis.index.ctx(stmt)
-            if name == scope.name and ctx is not None and ctx.loops:
+            if ctx is not None and ctx.loops:
                 return True
     return False
 
