@@ -20,6 +20,7 @@ class BackwardSite:
     retain_graph: bool
     direct_keys: Tuple[str, ...] = ()  # backpropagated as they are, not via a reduction
     kind: str = "backward"  # "grad" for torch.autograd.grad
+    stmt: Optional[ast.AST] = None  # the statement holding the call
 
 
 
@@ -29,7 +30,7 @@ _BACKWARD_ENGINES = frozenset({"accelerator", "fabric", "engine", "model_engine"
                                "runner", "booster", "strategy", "model", "module"})
 
 
-def backward_site(call: ast.Call, imports: ImportMap) -> Optional[BackwardSite]:
+def backward_site(call: ast.Call, imports: ImportMap, stmt: Optional[ast.AST] = None) -> Optional[BackwardSite]:
     func = call.func
     receiver = None
     scalar_proof = False
@@ -56,7 +57,7 @@ def backward_site(call: ast.Call, imports: ImportMap) -> Optional[BackwardSite]:
         for k in call.keywords
     )
     keys, direct = receiver_keys(receiver, imports)
-    return BackwardSite(call, receiver, tuple(sorted(keys)), scalar_proof, retain, tuple(sorted(direct)), kind)
+    return BackwardSite(call, receiver, tuple(sorted(keys)), scalar_proof, retain, tuple(sorted(direct)), kind, stmt)
 
 
 def receiver_keys(expr: ast.AST, imports: ImportMap) -> Tuple[Set[str], Set[str]]:

@@ -14,8 +14,7 @@ NON_CARRYING_ATTRS = frozenset({"shape", "dtype", "device", "grad", "data", "req
                                 "output_nr", "_version", "is_sparse", "itemsize", "nbytes", "batch_size",
                                 "size_", "ndims"})
 DETACH_BUILTINS = frozenset({"float", "int", "bool", "len", "str", "round", "repr", "format",
-                             "isinstance", "hash", "id", "type", "print", "abs_int", "range",
-                             "enumerate_int", "divmod_"})
+                             "isinstance", "hash", "id", "type", "print", "range"})
 NUMERIC_NAMESPACES = ("numpy.", "math.", "statistics.", "np.")
 TORCH_NON_CARRYING = frozenset({"tensor", "zeros", "ones", "empty", "full", "arange", "linspace",
                                 "zeros_like", "ones_like", "empty_like", "full_like", "rand",

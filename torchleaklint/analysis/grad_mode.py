@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Optional
 
 from .module_index import Scope, grad_off_call
-from .project import LIGHTNING_NO_GRAD_HOOKS, FunctionRef
+from .project import LIGHTNING_NO_GRAD_HOOKS, MAX_CALL_SITES, FunctionRef
 
 MAX_CALLER_DEPTH = 4
-MAX_CALL_SITES = 8
 
 
 class GradMode:

@@ -83,7 +83,7 @@ class GraphOracle:
             flow = self.analysis.flow
             for scope in self.index.scopes:
                 for site in scope.backward_sites:
-                    stmt = self._stmt_of_call(scope, site.call)
+                    stmt = site.stmt
                     if stmt is None:
                         continue
                     for key in site.keys:
@@ -315,7 +315,7 @@ class GraphOracle:
         qual = imports.qualname(func) or ""
         if isinstance(func, ast.Name) and func.id not in imports.aliases:
             name = func.id
-            if name in DETACH_BUILTINS or name in ("abs",) and False:
+            if name in DETACH_BUILTINS:
                 return None
             if name in COPYING_BUILTINS and not self.kinds.is_project_callable(func, scope):
                 for arg in call.args:
@@ -400,12 +400,6 @@ class GraphOracle:
                 return Evidence(f"result of {what}, whose input carries a graph: {ev.text}", call.lineno,
                                 strength=weakest, scalar=not reduction_none and strength == STRONG,
                                 loss_like=True)
-        return None
-
-    def _stmt_of_call(self, scope: Scope, call: ast.Call):
-        for c, stmt in scope.calls:
-            if c is call:
-                return stmt
         return None
 
 

@@ -391,7 +391,7 @@ class _Builder:
         for node in ast.walk(root):
             if isinstance(node, ast.Call):
                 scope.calls.append((node, stmt))
-                site = backward_site(node, ix.imports)
+                site = backward_site(node, ix.imports, stmt)
                 if site is not None:
                     scope.backward_sites.append(site)
                     ix.has_backward = True
@@ -399,9 +399,6 @@ class _Builder:
                 scope.returns.append(node.value)
             elif isinstance(node, ast.NamedExpr):
                 self.define(scope, node.target.id, stmt, node.value, "assign")
-            elif isinstance(node, (ast.Lambda,) + FUNC_TYPES) and node is not root:
-                # Lambdas are opaque: their bodies run later, in unknown contexts.
-                pass
 
 
 def _enables_grad(expr, imports: ImportMap) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from .module_index import Scope, container_key
 from .names import dotted
@@ -101,7 +101,3 @@ def is_bounded_constructor(value: Optional[ast.AST]) -> bool:
         if name.endswith("deque"):
             return any(k.arg == "maxlen" for k in value.keywords) or len(value.args) >= 2
     return False
-
-
-def describe_store(site: StoreSite) -> Tuple[str, str]:
-    return site.container, site.how

@@ -14,15 +14,13 @@ NUMERIC = "numeric"  # every use works on a Python number
 TENSOR = "tensor"  # some use needs a tensor (torch.*, tensor methods)
 UNKNOWN = "unknown"  # some use escapes the analysis (returned, passed to unknown code)
 
-NUMERIC_CALLS = frozenset({"sum", "len", "print", "float", "int", "round", "str", "repr", "format",
-                           "min", "max", "sorted", "list", "tuple", "enumerate", "zip", "abs",
-                           "isinstance", "bool", "mean", "median", "stdev", "fmean", "append",
-                           "extend", "add_scalar", "add_scalars", "log", "log_metrics", "info",
-                           "debug", "warning", "warn", "error", "set_postfix", "set_description",
-                           "write", "dump", "dumps", "plot", "scatter", "hist", "update_plot",
-                           "mean_", "add", "insert", "extend", "array", "asarray", "nanmean",
-                           "std", "var", "average", "median", "percentile", "cumsum", "isfinite",
-                           "isnan", "clip", "exp", "sqrt", "log10", "savetxt", "save"})
+NUMERIC_CALLS = frozenset({"sum", "len", "print", "float", "int", "round", "str", "repr", "format", "min", "max",
+                           "sorted", "list", "tuple", "enumerate", "zip", "abs", "isinstance", "bool", "mean", "median",
+                           "stdev", "fmean", "append", "extend", "add_scalar", "add_scalars", "log", "log_metrics",
+                           "info", "debug", "warning", "warn", "error", "set_postfix", "set_description", "write", "dump",
+                           "dumps", "plot", "scatter", "hist", "update_plot", "add", "insert", "array", "asarray",
+                           "nanmean", "std", "var", "average", "percentile", "cumsum", "isfinite", "isnan", "clip", "exp",
+                           "sqrt", "log10", "savetxt", "save"})
 CONTAINER_METHODS = frozenset({"append", "extend", "insert", "clear", "pop", "copy", "index",
                                "count", "remove", "reverse", "sort", "appendleft", "popleft",
                                "items", "keys", "values", "get", "setdefault", "update", "add"})

@@ -95,11 +95,8 @@ def fix_source(session, path: str, source: SourceText, unsafe: bool) -> FixOutco
         applied += count
         session.set_text(path, text)
         result = session.lint_text(SourceText(text, source.encoding, source.bom), path)
-    outcome = FixOutcome(text, applied, result.diagnostics, error)
-    if error is not None and applied:
-        # Keep every pass that parsed; report the one that did not.
-        outcome.error = error
-    return outcome
+    # Every pass that parsed is kept; the one that did not is reported.
+    return FixOutcome(text, applied, result.diagnostics, error)
 
 
 def atomic_write(path: str, data: bytes) -> None:

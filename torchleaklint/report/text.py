@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import List, Sequence
+from typing import Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -81,7 +81,3 @@ class TextReporter:
 
 def _hidden(n: int) -> str:
     return f"{n} hidden fix can be enabled" if n == 1 else f"{n} hidden fixes can be enabled"
-
-
-def lines_of(diags: Sequence[Diagnostic]) -> List[str]:
-    return [f"{display_path(d.path)}:{d.start.line}:{d.start.col + 1}: {d.code} {d.message}" for d in diags]

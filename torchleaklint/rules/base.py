@@ -7,7 +7,7 @@ import ast
 import inspect
 import textwrap
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 from ..diagnostics import Diagnostic, Edit, Fix, Position
 
@@ -125,7 +125,3 @@ class Rule:
     @classmethod
     def source_file(cls) -> str:
         return inspect.getsourcefile(cls) or ""
-
-
-def iter_functions(ctx: RuleContext) -> Iterator:
-    yield from ctx.analysis.index.scopes

@@ -91,7 +91,7 @@ for x, y in batches:
             for site in scope.backward_sites:
                 if not _retain_true(site.call):
                     continue  # a computed flag (``retain_graph=i < n - 1``) is a deliberate choice
-                stmt = analysis.graph._stmt_of_call(scope, site.call)
+                stmt = site.stmt
                 ctx_ = index.ctx(stmt) if stmt is not None else None
                 if ctx_ is None:
                     continue
