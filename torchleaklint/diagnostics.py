@@ -48,6 +48,9 @@ class Diagnostic:
     evidence: Tuple[str, ...] = field(default_factory=tuple)
     # The line whose ``# noqa`` comment suppresses this finding.
     noqa_line: int = 0
+    # In a notebook: the 1-based cell number; ``start``/``end`` and fix edits are then
+    # relative to that cell's source.
+    cell: Optional[int] = None
 
     def sort_key(self):
-        return (self.path, self.start.line, self.start.col, self.code)
+        return (self.path, self.cell or 0, self.start.line, self.start.col, self.code)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import difflib
 import os
 from dataclasses import dataclass, field
-from typing import List, Optional
+from collections import Counter
+from typing import Callable, Dict, List, Optional
 
 from .config import Settings
 from .diagnostics import Diagnostic
 from .engine.discover import discover
 from .engine.fix import atomic_write, fix_source
 from .engine.lint import LintSession, parse_error, read_source
+from .engine.notebook import NotebookSource
 from .engine.source import SourceText
 
 
@@ -23,16 +25,20 @@ class RunResult:
     diffs: List[str] = field(default_factory=list)
     internal_errors: List[str] = field(default_factory=list)
     files: int = 0
+    fixed_codes: Dict[str, Counter] = field(default_factory=dict)  # path -> rule code -> fixes
 
 
 def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = False,
-        unsafe: bool = False) -> RunResult:
+        unsafe: bool = False, progress: Optional[Callable[[str], None]] = None) -> RunResult:
+    """``progress(path)``, when given, is called as each file's turn comes."""
     files = discover(paths, settings.exclude + settings.extend_exclude, settings.respect_gitignore)
     session = LintSession(settings)
     for path in files:
         session.register(path)
     result = RunResult(files=len(files))
     for path in files:
+        if progress is not None:
+            progress(path)
         if not (fix or diff):
             file_result = session.lint_file(path)
             result.diagnostics.extend(file_result.diagnostics)
@@ -48,7 +54,8 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
             remaining.append(parse_error(path, outcome.error, 1, 0))
         if outcome.text != source.text:
             if diff:
-                result.diffs.append(unified_diff(path, source.text, outcome.text))
+                result.diffs.append(source.diff(path, outcome.text) if isinstance(source, NotebookSource)
+                                    else unified_diff(path, source.text, outcome.text))
                 result.fixed += outcome.applied
                 result.changed_files.append(path)
             else:
@@ -56,8 +63,9 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
                 if problem is None:
                     result.fixed += outcome.applied
                     result.changed_files.append(path)
+                    result.fixed_codes[path] = outcome.fixed_codes
                 else:
-                    remaining = session.lint_text(source, path).diagnostics
+                    remaining = source.relocate(session.lint_text(source, path).diagnostics)
                     remaining.append(parse_error(path, problem, 1, 0))
         result.diagnostics.extend(remaining)
     return result

@@ -67,7 +67,7 @@ def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respec
             keep.append(d)
         dirs[:] = keep
         for name in sorted(names):
-            if not name.endswith((".py", ".pyi")):
+            if not name.endswith((".py", ".pyi", ".ipynb")):
                 continue
             full = os.path.join(folder, name)
             rel = os.path.normpath(os.path.join(rel_folder, name)).replace(os.sep, "/")

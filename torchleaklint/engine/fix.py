@@ -8,6 +8,7 @@ import os
 import stat
 import tempfile
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
@@ -25,14 +26,16 @@ class FixOutcome:
     applied: int = 0
     diagnostics: List[Diagnostic] = field(default_factory=list)
     error: Optional[str] = None
+    fixed_codes: Counter = field(default_factory=Counter)  # rule code -> fixes applied
 
 
 def applicable(diag: Diagnostic, unsafe: bool) -> bool:
     return diag.fix is not None and (diag.fix.is_safe or unsafe)
 
 
-def apply_fixes(source: SourceText, fixes: Sequence[Fix]) -> Tuple[str, int]:
-    """Apply every fix whose edits overlap no edit of a fix accepted before it."""
+def apply_fixes(source: SourceText, fixes: Sequence[Fix], taken: Optional[list] = None) -> Tuple[str, int]:
+    """Apply every fix whose edits overlap no edit of a fix accepted before it (the
+    accepted ones are appended to ``taken`` when given)."""
     spans: List[Tuple[int, int, str]] = []
     accepted = 0
     ordered = sorted(fixes, key=lambda f: min((e.start.line, e.start.col) for e in f.edits))
@@ -43,6 +46,8 @@ def apply_fixes(source: SourceText, fixes: Sequence[Fix]) -> Tuple[str, int]:
             continue
         spans.extend(mine)
         accepted += 1
+        if taken is not None:
+            taken.append(fix)
     text = source.text
     for start, end, content in sorted(spans, key=lambda s: (s[0], s[1]), reverse=True):
         text = text[:start] + content + text[end:]
@@ -79,12 +84,15 @@ def fix_source(session, path: str, source: SourceText, unsafe: bool) -> FixOutco
     applied = 0
     result = session.lint_text(source, path)
     error = None
+    fixed_codes: Counter = Counter()
     for _ in range(MAX_PASSES):
-        fixes = [d.fix for d in result.diagnostics if applicable(d, unsafe)]
+        fixable = [d for d in result.diagnostics if applicable(d, unsafe)]
+        fixes = [d.fix for d in fixable]
         if not fixes:
             break
         current = SourceText(text, source.encoding, source.bom)
-        new_text, count = apply_fixes(current, fixes)
+        taken: list = []
+        new_text, count = apply_fixes(current, fixes, taken)
         if count == 0 or new_text == text:
             break
         problem = parses(new_text)
@@ -93,10 +101,12 @@ def fix_source(session, path: str, source: SourceText, unsafe: bool) -> FixOutco
             break
         text = new_text
         applied += count
+        code_of = {id(d.fix): d.code for d in fixable}
+        fixed_codes.update(code_of[id(f)] for f in taken)
         session.set_text(path, text)
         result = session.lint_text(SourceText(text, source.encoding, source.bom), path)
     # Every pass that parsed is kept; the one that did not is reported.
-    return FixOutcome(text, applied, result.diagnostics, error)
+    return FixOutcome(text, applied, source.relocate(result.diagnostics, text), error, fixed_codes)
 
 
 def atomic_write(path: str, data: bytes) -> None:

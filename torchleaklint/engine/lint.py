@@ -17,6 +17,7 @@ from ..diagnostics import Diagnostic, Position
 from ..rules import ALL_RULES, PARSE_ERROR
 from ..rules.base import RuleContext
 from .noqa import is_suppressed, noqa_directives
+from .notebook import NotebookSource, is_notebook
 from .source import SourceDecodeError, SourceText, decode_source
 
 
@@ -57,6 +58,8 @@ def read_source(path: str) -> Union[SourceText, Diagnostic]:
     except OSError as exc:
         return parse_error(path, f"cannot read file: {exc.strerror or exc}", 1, 0)
     try:
+        if is_notebook(path):
+            return NotebookSource.from_bytes(data)
         return decode_source(data)
     except SourceDecodeError as exc:
         return parse_error(path, str(exc), exc.line, exc.col)
@@ -138,6 +141,7 @@ class LintSession:
         if isinstance(source, Diagnostic):
             return FileResult(path, [source])
         result = self.lint_text(source, path)
+        result.diagnostics = source.relocate(result.diagnostics)
         return result
 
     def lint_text(self, source: SourceText, path: str) -> FileResult:

@@ -98,6 +98,11 @@ class SourceText:
             data = codecs.BOM_UTF8 + data
         return data
 
+    def relocate(self, diagnostics: list, text: Optional[str] = None) -> list:
+        """Diagnostics found in ``text`` (default: this text) in the coordinates users see;
+        the identity for a plain file (a notebook maps them into its cells)."""
+        return diagnostics
+
 
 def decode_source(data: bytes) -> SourceText:
     """Decode file bytes per PEP 263; raise :class:`SourceDecodeError` on failure."""
