@@ -8,28 +8,33 @@ __version__ = "0.1.0"
 
 
 def lint_source(code: str, filename: str = "x.py", settings=None) -> List["Diagnostic"]:
-    """Lint one piece of source code as a project of its own; returns the findings."""
-    from .config import Settings
-    from .engine.lint import LintSession
-    from .engine.source import SourceText
+    """Lint one piece of source code as a project of its own and return the findings.
 
-    session = LintSession(settings or Settings())
-    session.register(filename, text=code)
-    return session.lint_text(SourceText(code), filename).diagnostics
+    ``filename`` is used for messages, ``per-file-ignores`` and the kind of file: for a name
+    ending in ``.ipynb``, ``code`` is the notebook's JSON and findings carry ``cell``.
+    ``settings`` is a :class:`torchleaklint.config.Settings` (default: every rule).
+    """
+    from .config import Settings
+    from .engine.stdin import lint_code
+
+    return lint_code(code, filename, settings or Settings()).diagnostics
 
 
 def fix_source(code: str, filename: str = "x.py", settings=None, unsafe: Optional[bool] = None) -> str:
-    """Apply fixes (safe ones; unsafe too when ``unsafe`` or the settings say so) and return the code."""
+    """Apply fixes (safe ones; unsafe too when ``unsafe`` or the settings say so) and
+    return the code (a notebook's JSON for an ``.ipynb`` name)."""
     from .config import Settings
-    from .engine.fix import fix_source as _fix
-    from .engine.lint import LintSession
-    from .engine.source import SourceText
+    from .engine.notebook import NotebookSource
+    from .engine.stdin import lint_code
 
     settings = settings or Settings()
-    session = LintSession(settings)
-    session.register(filename, text=code)
     use_unsafe = settings.unsafe_fixes if unsafe is None else unsafe
-    return _fix(session, filename, SourceText(code), use_unsafe).text
+    result = lint_code(code, filename, settings, fix=True, unsafe=use_unsafe)
+    if result.source is None:
+        return code  # not decodable: left as it is (lint_source reports TLL000)
+    if isinstance(result.source, NotebookSource):
+        return result.output().decode("utf-8")
+    return result.text
 
 
 from .diagnostics import Diagnostic  # noqa: E402  (re-exported for type hints)

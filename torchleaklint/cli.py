@@ -17,7 +17,9 @@ from rich.table import Table
 
 from . import __version__
 from .config import ConfigError, Settings, find_pyproject, load_settings, parse_selectors
+from .engine.cache import CACHE_DIR_NAME, clean as clean_cache, default_cache_dir
 from .engine.discover import DiscoveryError
+from .engine.parallel import default_jobs
 from .report import FORMATS, TextReporter, render_json
 from .rules import ALL_RULES, RULES_BY_CODE
 from .runner import run
@@ -69,14 +71,19 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--config", "config_path", type=str, default=None, help="Path to a pyproject.toml to use.")
 @click.option("--no-color", is_flag=True, help="Disable colours (also: NO_COLOR).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes for checking (default: the number of CPUs).")
+@click.option("--no-cache", is_flag=True,
+              help=f"Do not read or write the cache ({CACHE_DIR_NAME}/, or $TORCHLEAKLINT_CACHE_DIR).")
 @click.version_option(__version__, prog_name="torchleaklint")
 def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_format, show_evidence,
-          statistics, exit_zero, quiet, config_path, no_color) -> None:
+          statistics, exit_zero, quiet, config_path, no_color, jobs, no_cache) -> None:
     """Lint PATHS (default: the current folder)."""
     paths = list(paths) or ["."]
     try:
         settings = _settings(paths, config_path, select, extend_select, ignore, unsafe_fixes)
-        result = run(paths, settings, fix=fix, diff=diff, unsafe=settings.unsafe_fixes)
+        result = run(paths, settings, fix=fix, diff=diff, unsafe=settings.unsafe_fixes,
+                     jobs=jobs or default_jobs(), cache=not no_cache)
     except (ConfigError, DiscoveryError) as exc:
         raise _fail(str(exc))
     out = _console(no_color)
@@ -99,6 +106,8 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         n = result.fixed
         err.print(f"Would fix {n} error{'s' if n != 1 else ''} in {len(result.changed_files)} "
                   f"file{'s' if len(result.changed_files) != 1 else ''}.")
+    for warning in result.warnings:
+        click.echo(f"torchleaklint: warning: {warning}", err=True)
     for problem in result.internal_errors:
         click.echo(f"torchleaklint: error: {problem}", err=True)
     if result.internal_errors:
@@ -152,6 +161,17 @@ def rules(output_format: str) -> None:
     for rule in ALL_RULES:
         table.add_row(rule.code, rule.name, rule.fix_availability, rule.summary)
     _console(False).print(table)
+
+
+@main.command()
+def clean() -> None:
+    """Remove the cache folder (.torchleaklint_cache, or $TORCHLEAKLINT_CACHE_DIR)."""
+    folder = default_cache_dir()
+    try:
+        removed = clean_cache(folder)
+    except OSError as exc:
+        raise _fail(f"cannot remove {folder}: {exc.strerror or exc}")
+    click.echo(f"Removed {folder}" if removed else f"No cache at {folder}")
 
 
 @main.command()

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Set, Tuple
 
+from .engine.noqa import UNUSED_NOQA
 from .rules import ALL_RULES, PARSE_ERROR, RULES_BY_CODE
 
 if sys.version_info >= (3, 11):
@@ -20,7 +23,7 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".egg
                    ".ruff_cache", ".torchleaklint_cache", "__pypackages__", ".ipynb_checkpoints")
 
 TOP_LEVEL_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude", "unsafe-fixes",
-                  "respect-gitignore", "per-file-ignores", "force-exclude"}
+                  "respect-gitignore", "per-file-ignores", "force-exclude", "model-names", "loss-names"}
 
 
 class ConfigError(Exception):
@@ -38,6 +41,12 @@ class Settings:
     respect_gitignore: bool = True
     per_file_ignores: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     rule_options: Dict[str, Dict[str, object]] = field(default_factory=dict)
+    force_exclude: bool = False
+    # Extra names (identifiers or words of identifiers) that mean an nn.Module / a loss.
+    model_names: Tuple[str, ...] = ()
+    loss_names: Tuple[str, ...] = ()
+    # The configuration file these settings came from (None: defaults only).
+    origin: Optional[str] = None
 
     def enabled_codes(self) -> Set[str]:
         codes: Set[str] = set()
@@ -58,7 +67,8 @@ class Settings:
 
     def fingerprint(self) -> str:
         """What the findings depend on, for cache keys."""
-        return repr((sorted(self.enabled_codes()), sorted((k, sorted(v.items())) for k, v in self.rule_options.items())))
+        return repr((sorted(self.enabled_codes()), sorted((k, sorted(v.items())) for k, v in self.rule_options.items()),
+                     sorted(self.model_names), sorted(self.loss_names)))
 
 
 def all_codes() -> Set[str]:
@@ -72,6 +82,9 @@ def expand_selector(selector: str) -> Set[str]:
         return all_codes()
     if sel == PARSE_ERROR:
         return set()
+    if len(sel) > 3 and UNUSED_NOQA.startswith(sel) and sel.startswith("TLL1"):
+        # Unused-noqa reports are on only when selected by (a prefix of) their own code.
+        return {UNUSED_NOQA}
     matched = {code for code in all_codes() if code.startswith(sel)}
     if not sel or not matched:
         raise ConfigError(f"unknown rule selector '{selector}' (see `torchleaklint rules`)")
@@ -102,6 +115,15 @@ def load_settings(path: Optional[Path]) -> Settings:
     """Read ``[tool.torchleaklint]`` from a pyproject.toml (or a torchleaklint.toml)."""
     if path is None:
         return Settings()
+    table = read_table(path)
+    if table is None:
+        return Settings()
+    return settings_from_table(table, str(path))
+
+
+def read_table(path: Path) -> Optional[Dict[str, object]]:
+    """The ``[tool.torchleaklint]`` table of a pyproject.toml (the whole file for another
+    name), or None when it has none."""
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
@@ -109,12 +131,79 @@ def load_settings(path: Optional[Path]) -> Settings:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("torchleaklint") if path.name == "pyproject.toml" else data
-    if table is None:
-        return Settings()
-    if not isinstance(table, dict):
+    if path.name != "pyproject.toml":
+        return data
+    tool = data.get("tool")
+    table = tool.get("torchleaklint") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.torchleaklint] must be a table")
-    return settings_from_table(table, str(path))
+    return table
+
+
+class SettingsResolver:
+    """The settings that govern each path: the nearest pyproject.toml above it that has a
+    ``[tool.torchleaklint]`` table (as in ruff), or the file given by ``--config`` for all
+    paths; the command line's options go on top. Looked up once per folder."""
+
+    def __init__(self, overrides: Optional[Dict[str, object]] = None, config_path: Optional[str] = None) -> None:
+        self.overrides = overrides or {}
+        self.fixed: Optional[Settings] = None
+        if config_path is not None:
+            if not os.path.isfile(config_path):
+                raise ConfigError(f"{config_path}: config file not found")
+            self.fixed = self._apply(load_settings(Path(config_path)), str(Path(config_path).resolve()))
+        self._by_folder: Dict[str, Settings] = {}
+        self._by_file: Dict[str, Settings] = {}
+
+    def for_path(self, path: str) -> Settings:
+        if self.fixed is not None:
+            return self.fixed
+        folder = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path) or ".")
+        visited = []
+        found = None
+        while True:
+            found = self._by_folder.get(folder)
+            if found is not None:
+                break
+            visited.append(folder)
+            candidate = os.path.join(folder, "pyproject.toml")
+            if os.path.isfile(candidate):
+                found = self._load(candidate)
+                if found is not None:
+                    break
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                found = self._load(None)
+                break
+            folder = parent
+        for seen in visited:
+            self._by_folder[seen] = found
+        return found
+
+    def _load(self, candidate: Optional[str]) -> Optional[Settings]:
+        key = candidate or ""
+        if key not in self._by_file:
+            if candidate is None:
+                settings: Optional[Settings] = Settings()
+            else:
+                table = read_table(Path(candidate))
+                settings = None if table is None else settings_from_table(table, candidate)
+            self._by_file[key] = settings if settings is None else self._apply(settings, candidate)
+        return self._by_file[key]
+
+    def _apply(self, settings: Settings, origin: Optional[str]) -> Settings:
+        o = self.overrides
+        changes: Dict[str, object] = {"origin": origin}
+        if o.get("select"):
+            changes["select"] = tuple(o["select"])
+        if o.get("extend_select"):
+            changes["extend_select"] = settings.extend_select + tuple(o["extend_select"])
+        if o.get("ignore"):
+            changes["ignore"] = settings.ignore + tuple(o["ignore"])
+        for flag in ("unsafe_fixes", "force_exclude", "respect_gitignore"):
+            if o.get(flag) is not None:
+                changes[flag] = o[flag]
+        return settings.with_overrides(**changes)
 
 
 def settings_from_table(table: Dict[str, object], origin: str) -> Settings:
@@ -125,6 +214,8 @@ def settings_from_table(table: Dict[str, object], origin: str) -> Settings:
         if isinstance(value, dict) and key.upper() in RULES_BY_CODE:
             rule_options[key.lower()] = _rule_options(key.upper(), value, where)
             continue
+        if isinstance(value, dict) and re.fullmatch(r"tll\d{3}", key, re.IGNORECASE):
+            raise ConfigError(f"{where}: unknown rule code {key.upper()} (see `torchleaklint rules`)")
         if key not in TOP_LEVEL_KEYS:
             raise ConfigError(f"{where}: unknown option")
         if key in ("select", "extend-select", "ignore"):
@@ -139,8 +230,13 @@ def settings_from_table(table: Dict[str, object], origin: str) -> Settings:
         elif key in ("unsafe-fixes", "respect-gitignore", "force-exclude"):
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: expected true or false, got {value!r}")
-            if key != "force-exclude":
-                settings = replace(settings, **{key.replace("-", "_"): value})
+            settings = replace(settings, **{key.replace("-", "_"): value})
+        elif key in ("model-names", "loss-names"):
+            names = _string_list(value, where)
+            bad = [n for n in names if not n.isidentifier()]
+            if bad:
+                raise ConfigError(f"{where}: {bad[0]!r} is not a Python identifier")
+            settings = replace(settings, **{key.replace("-", "_"): tuple(names)})
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: expected a table of glob = [codes]")
@@ -151,7 +247,7 @@ def settings_from_table(table: Dict[str, object], origin: str) -> Settings:
                 except ConfigError as exc:
                     raise ConfigError(f"{where}.{glob}: {exc}") from None
             settings = replace(settings, per_file_ignores=pfi)
-    return replace(settings, rule_options=rule_options)
+    return replace(settings, rule_options=rule_options, origin=origin)
 
 
 def _rule_options(code: str, value: Dict[str, object], where: str) -> Dict[str, object]:

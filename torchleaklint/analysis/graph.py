@@ -388,7 +388,8 @@ class GraphOracle:
                 reduction_none = reduction_none or kind.reduction_none
             elif kind is None and self.index.torch_aware and not self.kinds.is_project_callable(func, scope):
                 name = last_name(func)
-                if name and looks_like_loss_name(name) and not name.startswith(("get_", "log", "print", "plot", "save")):
+                extra = self.analysis.project.loss_names if self.analysis.project is not None else frozenset()
+                if name and looks_like_loss_name(name, extra) and not name.startswith(("get_", "log", "print", "plot", "save")):
                     what = f"`{dotted(func) or name}(...)`, named like a loss function"
                     strength = CONVENTION
         if what is None:

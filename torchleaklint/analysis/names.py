@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional
+from typing import Dict, FrozenSet, List, Optional
 
 TORCH_ROOTS = frozenset(
     {"torch", "pytorch_lightning", "lightning", "transformers", "timm", "torchvision",
@@ -59,8 +59,11 @@ VERB_WORDS = frozenset({"prepare", "get", "build", "load", "create", "make", "in
                         "predict", "infer", "generate", "sample", "encode", "decode", "embed", "score"})
 
 
-def looks_like_module_name(identifier: str) -> bool:
+def looks_like_module_name(identifier: str, extra: FrozenSet[str] = frozenset()) -> bool:
+    """``extra``: configured ``model-names`` (lower case), identifiers or their last word."""
     ws = words(identifier)
+    if extra and (identifier.lower() in extra or (ws and ws[-1] in extra)):
+        return True
     while len(ws) > 1 and len(ws[-1]) == 1:
         ws = ws[:-1]  # ``netG``, ``netD``
     if not ws or ws[0] in VERB_WORDS:
@@ -68,8 +71,11 @@ def looks_like_module_name(identifier: str) -> bool:
     return ws[-1] in MODULE_WORDS or identifier.lower() in MODULE_WORDS
 
 
-def looks_like_loss_name(identifier: str) -> bool:
+def looks_like_loss_name(identifier: str, extra: FrozenSet[str] = frozenset()) -> bool:
+    """``extra``: configured ``loss-names`` (lower case), identifiers or any of their words."""
     ws = words(identifier)
+    if extra and (identifier.lower() in extra or any(w in extra for w in ws)):
+        return True
     return any(w in LOSS_WORDS or w.endswith("loss") for w in ws)
 
 

@@ -110,7 +110,8 @@ class ObjectKinds:
         if used is not None:
             return ObjectKind("module", used)
         name = last_name(expr)
-        if (name and self.index.torch_aware and looks_like_module_name(name) and not name[:1].isupper()
+        extra = self.project.model_names if self.project is not None else frozenset()
+        if (name and self.index.torch_aware and looks_like_module_name(name, extra) and not name[:1].isupper()
                 and not self.is_project_callable(expr, scope) and self._origin_unknown(key, scope, stmt)):
             return ObjectKind("module", f"`{key}` is named like a model", CONVENTION)
         return None

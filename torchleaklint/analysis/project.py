@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from .module_index import FUNC_TYPES, ModuleIndex, Scope
 from .names import dotted
@@ -100,6 +100,10 @@ class FunctionRef:
 
 class ProjectIndex:
     """All modules of one lint run. ``loader(module) -> ModuleAnalysis`` re-parses on demand."""
+
+    # Configured extra names (lower case) that mean an nn.Module / a loss function.
+    model_names: FrozenSet[str] = frozenset()
+    loss_names: FrozenSet[str] = frozenset()
 
     def __init__(self, loader: Optional[Callable[[str], object]] = None, cache_size: int = 64) -> None:
         self.tables: Dict[str, SymbolTable] = {}

@@ -6,18 +6,22 @@ from __future__ import annotations
 import ast
 import os
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 from ..analysis.module import ModuleAnalysis
-from ..analysis.project import ProjectIndex
+from ..analysis.module_index import ModuleIndex
+from ..analysis.project import SymbolTable, module_symbols
 from ..config import Settings
 from ..diagnostics import Diagnostic, Position
 from ..rules import ALL_RULES, PARSE_ERROR
 from ..rules.base import RuleContext
+from .deps import Dependencies, RecordingProjectIndex
 from .noqa import is_suppressed, noqa_directives
 from .notebook import NotebookSource, is_notebook
+from .prefilter import FigureHelpers, rules_that_may_fire, trigger_words
 from .source import SourceDecodeError, SourceText, decode_source
 
 
@@ -27,6 +31,8 @@ class FileResult:
     diagnostics: List[Diagnostic] = field(default_factory=list)
     source: Optional[SourceText] = None
     internal_errors: List[str] = field(default_factory=list)
+    # The cross-file facts consulted (when the session records them, for the cache).
+    dependencies: Optional[Dependencies] = None
 
 
 def module_name_for(path: Union[str, Path]) -> Tuple[str, str]:
@@ -57,6 +63,11 @@ def read_source(path: str) -> Union[SourceText, Diagnostic]:
             data = fh.read()
     except OSError as exc:
         return parse_error(path, f"cannot read file: {exc.strerror or exc}", 1, 0)
+    return source_from_bytes(path, data)
+
+
+def source_from_bytes(path: str, data: bytes) -> Union[SourceText, Diagnostic]:
+    """The text of a file's bytes (a notebook's joined code cells), or a TLL000 report."""
     try:
         if is_notebook(path):
             return NotebookSource.from_bytes(data)
@@ -78,14 +89,35 @@ def parse_source(source: SourceText, path: str) -> Union[ast.Module, Diagnostic]
         return parse_error(path, f"cannot parse file: {exc}", 1, 0)
 
 
-class LintSession:
-    """One lint run over a set of files that see each other as one project."""
+def symbol_table(text: str, path: str, module: str, package: str) -> Optional[SymbolTable]:
+    """Pass 1 for one file: its contribution to the project, or None when it does not parse."""
+    tree = parse_source(SourceText(text), path)
+    if isinstance(tree, Diagnostic):
+        return None
+    return module_symbols(ModuleIndex(tree, module_name=module, package=package), path)
 
-    def __init__(self, settings: Settings) -> None:
+
+class LintSession:
+    """One lint run over a set of files that see each other as one project.
+
+    Each file is linted from a clean cross-file state (see :mod:`.deps`): only parsed
+    modules are kept between files, in a small LRU, so memory stays flat and a file's
+    findings never depend on which files were linted before it.
+    """
+
+    PARSED_MODULES_KEPT = 32
+
+    def __init__(self, settings: Settings, record_dependencies: bool = False, prefilter: bool = True) -> None:
         self.settings = settings
         enabled = settings.enabled_codes()
         self.rules = [cls() for cls in ALL_RULES if cls.code in enabled]
-        self.project = ProjectIndex(loader=self._load)
+        self.project = RecordingProjectIndex(loader=self._load)
+        self.record_dependencies = record_dependencies
+        self.project.derived["figure-helpers"] = self._figure_helper_names
+        self.prefilter = prefilter
+        self._words: Dict[str, frozenset] = {}  # module -> prefilter trigger words (pass 1)
+        self._figure_helpers: Optional[FigureHelpers] = None
+        self._indexes: "OrderedDict[str, ModuleIndex]" = OrderedDict()  # module -> parsed and indexed
         self._paths: Dict[str, str] = {}  # module -> path
         self._texts: Dict[str, str] = {}  # module -> in-memory text (stdin, fixes in progress)
         self._modules: Dict[str, Tuple[str, str]] = {}  # path -> (module, package)
@@ -101,12 +133,46 @@ class LintSession:
             text = source.text
         else:
             self._texts[module] = text
-        tree = parse_source(SourceText(text), path)
-        if isinstance(tree, Diagnostic):
-            return
+        table = symbol_table(text, path, module, package)
+        if table is not None:
+            self.add_table(path, table, trigger_words(text, module))
+
+    def add_table(self, path: str, table: SymbolTable, words: frozenset) -> None:
+        """Add a file's pass-1 table and trigger words (computed here, in a worker, or read
+        from the cache)."""
+        module, _ = self._module_of(path)
+        table.module = module  # a file named like an earlier one gets a distinct name
         self._paths[module] = path
-        analysis = ModuleAnalysis(tree, path, module, self.project, package)
-        self.project.add(analysis.symbols())
+        self._words[module] = words
+        self._figure_helpers = None
+        self.project.add(table)
+
+    # -- prefilter ------------------------------------------------------------------------
+    def _figure_helper_names(self):
+        if self._figure_helpers is None:
+            self._figure_helpers = FigureHelpers(dict.values(self.project.tables), self._words)
+        return sorted(self._figure_helpers.names)
+
+    def may_report(self, text: str, path: str) -> bool:
+        """Can anything be reported in this file? Only files whose text pass 1 parsed are
+        skipped (a file that does not parse is linted, to report TLL000), and never one with
+        a ``noqa`` comment (an unused one is reported)."""
+        module, _ = self._module_of(path)
+        if not self.prefilter or module in self._texts or self._paths.get(module) != path:
+            return True
+        if "noqa" in text.lower():
+            return True
+        words = trigger_words(text, module)
+
+        def mentions_figure_helper() -> bool:
+            self._figure_helper_names()
+            if self.project.recording is not None:
+                self.project.recording.queries[("figure-helpers", "")] = self.project.query_digest("figure-helpers", "")
+            return self._figure_helpers.mentioned_in(text)
+
+        ignored = self._ignored_codes(path)
+        codes = [rule.code for rule in self.rules if rule.code not in ignored]
+        return bool(rules_that_may_fire(codes, words, mentions_figure_helper))
 
     def _module_of(self, path: str) -> Tuple[str, str]:
         found = self._modules.get(path)
@@ -124,6 +190,11 @@ class LintSession:
         path = self._paths.get(module)
         if path is None:
             return None
+        package = self._modules[path][1]
+        index = self._indexes.get(module)
+        if index is not None:
+            self._indexes.move_to_end(module)
+            return ModuleAnalysis(index.tree, path, module, self.project, package, index=index)
         text = self._texts.get(module)
         if text is None:
             source = read_source(path)
@@ -133,7 +204,15 @@ class LintSession:
         tree = parse_source(SourceText(text), path)
         if isinstance(tree, Diagnostic):
             return None
-        return ModuleAnalysis(tree, path, module, self.project, self._modules[path][1])
+        analysis = ModuleAnalysis(tree, path, module, self.project, package)
+        self._keep_index(module, analysis.index)
+        return analysis
+
+    def _keep_index(self, module: str, index: ModuleIndex) -> None:
+        self._indexes[module] = index
+        self._indexes.move_to_end(module)
+        if len(self._indexes) > self.PARSED_MODULES_KEPT:
+            self._indexes.popitem(last=False)
 
     # -- pass 2 -------------------------------------------------------------------------
     def lint_file(self, path: str) -> FileResult:
@@ -146,12 +225,19 @@ class LintSession:
 
     def lint_text(self, source: SourceText, path: str) -> FileResult:
         result = FileResult(path, source=source)
+        module, package = self._module_of(path)
+        self.project.begin_file(module, self.record_dependencies)
+        if not self.may_report(source.text, path):
+            result.dependencies = self.project.end_file()
+            return result
         tree = parse_source(source, path)
         if isinstance(tree, Diagnostic):
+            self.project.end_file()
             result.diagnostics.append(tree)
             return result
-        module, package = self._module_of(path)
         analysis = ModuleAnalysis(tree, path, module, self.project, package)
+        if module not in self._texts and self._paths.get(module) == path:
+            self._keep_index(module, analysis.index)  # the text on disk: callers may reuse it
         self.project.pin(module, analysis)
         try:
             directives = noqa_directives(source.text, source.lines)
@@ -173,6 +259,7 @@ class LintSession:
                         result.diagnostics.append(diag)
         finally:
             self.project.unpin(module)
+            result.dependencies = self.project.end_file()
         result.diagnostics = _dedupe(sorted(result.diagnostics, key=Diagnostic.sort_key))
         return result
 
@@ -195,6 +282,7 @@ class LintSession:
         """Make the project see ``text`` as the current content of ``path`` (during fixing)."""
         module, _ = self._module_of(path)
         self._texts[module] = text
+        self._indexes.pop(module, None)
 
 
 def _dedupe(diags: List[Diagnostic]) -> List[Diagnostic]:

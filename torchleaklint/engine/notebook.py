@@ -29,6 +29,7 @@ NOTEBOOK_SUFFIX = ".ipynb"
 _MARKER = "# torchleaklint: notebook cell {}"
 _MARKER_RE = re.compile(r"^# torchleaklint: notebook cell (\d+)$")
 _PLACEHOLDER = "{}pass  # torchleaklint: ipython {}"
+_LINE_REF = re.compile(r"(?<![\w.:])line (\d+)\b")
 _PLACEHOLDER_RE = re.compile(r"^(\s*)pass  # torchleaklint: ipython (\d+)$")
 
 # Cell magics whose body is ordinary Python run in the notebook's namespace.
@@ -196,7 +197,16 @@ class NotebookSource(SourceText):
                 fix = replace(fix, edits=tuple(Edit(place(e.start)[1], place(e.end)[1], e.content)
                                                for e in fix.edits))
             noqa = place(Position(diag.noqa_line, 0))[1].line if diag.noqa_line else 0
-            out.append(replace(diag, start=start, end=end, fix=fix, noqa_line=noqa, cell=cell or None))
+
+            def cell_line(match: "re.Match") -> str:
+                where, pos = place(Position(int(match.group(1)), 0))
+                return f"cell {where}, line {pos.line}" if where else match.group(0)
+
+            # Messages and evidence cite lines of this file ("(line 12)"): cite cells instead.
+            message = _LINE_REF.sub(cell_line, diag.message)
+            evidence = tuple(_LINE_REF.sub(cell_line, note) for note in diag.evidence)
+            out.append(replace(diag, start=start, end=end, fix=fix, noqa_line=noqa, cell=cell or None,
+                               message=message, evidence=evidence))
         return out
 
     def diff(self, path: str, text: str) -> str:

@@ -1,4 +1,5 @@
-"""JSON output in Ruff's schema (so existing tooling can read it) plus ``evidence``."""
+"""JSON output in Ruff's schema (so existing tooling can read it) plus ``evidence``; in a
+notebook, ``cell`` is the 1-based cell number and rows/columns are inside that cell."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def diagnostic_to_dict(diag: Diagnostic) -> dict:
             ],
         }
     return {
-        "cell": None,
+        "cell": diag.cell,
         "code": diag.code,
         "message": diag.message,
         "filename": os.path.abspath(diag.path),
@@ -42,3 +43,8 @@ def diagnostic_to_dict(diag: Diagnostic) -> dict:
 def render_json(diagnostics: Iterable[Diagnostic]) -> str:
     items: List[dict] = [diagnostic_to_dict(d) for d in diagnostics]
     return json.dumps(items, indent=2, ensure_ascii=False)
+
+
+def render_json_lines(diagnostics: Iterable[Diagnostic]) -> str:
+    """One compact JSON object per line (the same objects as ``json``)."""
+    return "".join(json.dumps(diagnostic_to_dict(d), ensure_ascii=False) + "\n" for d in diagnostics)
