@@ -5,15 +5,18 @@ from __future__ import annotations
 import difflib
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from collections import Counter
 from typing import Callable, Dict, List, Optional
 
 from .config import Settings
 from .diagnostics import Diagnostic
+from .engine.cache import Cache
 from .engine.discover import discover
 from .engine.fix import atomic_write, fix_source
 from .engine.lint import LintSession, parse_error, read_source
 from .engine.notebook import NotebookSource
+from .engine.parallel import check_files
 from .engine.source import SourceText
 
 
@@ -26,12 +29,19 @@ class RunResult:
     internal_errors: List[str] = field(default_factory=list)
     files: int = 0
     fixed_codes: Dict[str, Counter] = field(default_factory=dict)  # path -> rule code -> fixes
+    warnings: List[str] = field(default_factory=list)  # one line each (e.g. an unreadable cache)
+    cached_files: int = 0  # files whose findings came from the cache
 
 
 def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = False,
-        unsafe: bool = False, progress: Optional[Callable[[str], None]] = None) -> RunResult:
-    """``progress(path)``, when given, is called as each file's turn comes."""
+        unsafe: bool = False, progress: Optional[Callable[[str], None]] = None, jobs: int = 1,
+        cache: bool = False, cache_dir: Optional[str] = None) -> RunResult:
+    """``progress(path)``, when given, is called as each file's turn comes. Checking (not
+    fixing) runs over ``jobs`` processes and, with ``cache``, reuses the findings of files
+    whose text and cross-file facts did not change."""
     files = discover(paths, settings.exclude + settings.extend_exclude, settings.respect_gitignore)
+    if not (fix or diff):
+        return _check(files, [], settings, progress, jobs, cache, cache_dir)
     session = LintSession(settings)
     for path in files:
         session.register(path)
@@ -68,6 +78,27 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
                     remaining = source.relocate(session.lint_text(source, path).diagnostics)
                     remaining.append(parse_error(path, problem, 1, 0))
         result.diagnostics.extend(remaining)
+    return result
+
+
+def _check(files, unreadable, settings: Settings, progress, jobs: int, use_cache: bool,
+           cache_dir: Optional[str]) -> RunResult:
+    result = RunResult(files=len(files))
+    for folder, reason in unreadable:
+        result.diagnostics.append(parse_error(folder, f"cannot read directory: {reason}", 1, 0))
+    store = Cache.open(Path(cache_dir) if cache_dir else None) if use_cache else None
+    if store is not None:
+        result.warnings.extend(store.warnings)
+    for checked in check_files(files, settings, jobs=jobs, cache=store):
+        if progress is not None:
+            progress(checked.path)
+        result.diagnostics.extend(checked.diagnostics)
+        result.internal_errors.extend(checked.internal_errors)
+        result.cached_files += checked.cached
+    if store is not None:
+        problem = store.save()
+        if problem is not None:
+            result.warnings.append(problem)
     return result
 
 

@@ -14,9 +14,12 @@ from .project import ProjectIndex, module_symbols
 
 class ModuleAnalysis:
     def __init__(self, tree: ast.Module, path: str, module_name: str = "",
-                 project: Optional[ProjectIndex] = None, package: str = "") -> None:
+                 project: Optional[ProjectIndex] = None, package: str = "",
+                 index: Optional[ModuleIndex] = None) -> None:
         self.path = path
-        self.index = ModuleIndex(tree, module_name=module_name, package=package)
+        # ``index``: the same tree indexed earlier (it holds syntax facts only, so it can be
+        # shared; the oracles below memoise project-dependent answers and never are).
+        self.index = index if index is not None else ModuleIndex(tree, module_name=module_name, package=package)
         self.project = project
         self.graph = GraphOracle(self)
         self.grad = GradMode(self)

@@ -1,0 +1,138 @@
+"""The content-hash cache in ``.torchleaklint_cache/``: per file, its pass-1 symbol table
+and prefilter words, and its findings with the cross-file facts they were computed from.
+
+An entry's table is reused when the file's bytes (and its place among packages) are the
+same; its findings are reused when, in addition, the settings are the same and every
+cross-file fact recorded while linting it (see :mod:`.deps`) has the same answer in
+today's project. The cache file is named after the tool's fingerprint: the version and a
+hash of the package's own source, so any change to the analysis starts a fresh cache.
+An unreadable cache is ignored with a one-line warning and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, FrozenSet, List, Optional, Tuple
+
+from .. import __version__
+from ..analysis.project import SymbolTable
+from ..diagnostics import Diagnostic
+
+CACHE_DIR_NAME = ".torchleaklint_cache"
+FORMAT = 1
+_CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+                 "# This file is a cache directory tag created by torchleaklint.\n")
+
+_fingerprint: Optional[str] = None
+
+
+def tool_fingerprint() -> str:
+    """The version plus a hash of every source file of the package."""
+    global _fingerprint
+    if _fingerprint is None:
+        root = Path(__file__).resolve().parent.parent
+        h = hashlib.blake2b(__version__.encode(), digest_size=16)
+        for path in sorted(root.rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+        _fingerprint = h.hexdigest()
+    return _fingerprint
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("TORCHLEAKLINT_CACHE_DIR") or CACHE_DIR_NAME)
+
+
+@dataclass
+class StoredDependencies:
+    tables: Dict[str, str] = field(default_factory=dict)  # module -> table digest
+    analyses: Dict[str, str] = field(default_factory=dict)  # module -> content hash
+    queries: Dict[Tuple[str, str], str] = field(default_factory=dict)  # lookup -> answer digest
+
+
+@dataclass
+class Entry:
+    stat: Tuple[int, int]  # (mtime_ns, size) when the hash was taken
+    hash: str
+    origin: Tuple[str, str]  # (module, package) the table was computed for
+    table: Optional[SymbolTable]  # None: the file does not parse
+    words: FrozenSet[str]
+    result_key: Optional[str] = None  # the settings the findings below were computed with
+    diagnostics: Tuple[Diagnostic, ...] = ()
+    dependencies: Optional[StoredDependencies] = None
+
+
+class Cache:
+    """One cache file per tool fingerprint, read whole at start and written once at the end."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / f"cache-{tool_fingerprint()[:20]}.pickle"
+        self.entries: Dict[str, Entry] = {}
+        self.warnings: List[str] = []
+
+    @classmethod
+    def open(cls, folder: Optional[Path] = None) -> "Cache":
+        cache = cls(folder if folder is not None else default_cache_dir())
+        cache._load()
+        return cache
+
+    def _load(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                data = pickle.load(fh)
+        except FileNotFoundError:
+            return
+        except Exception as exc:  # any damage: truncated, foreign or garbage bytes
+            self.warnings.append(f"ignoring unreadable cache {self.path} ({type(exc).__name__}); rebuilding it")
+            return
+        if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("tool") == tool_fingerprint()
+                and isinstance(data.get("entries"), dict)
+                and all(isinstance(e, Entry) for e in data["entries"].values())):
+            self.warnings.append(f"ignoring unreadable cache {self.path} (unexpected content); rebuilding it")
+            return
+        self.entries = data["entries"]
+
+    def save(self) -> Optional[str]:
+        """Write the cache atomically; a one-line problem, or None."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            for name, text in (("CACHEDIR.TAG", _CACHEDIR_TAG), (".gitignore", "*\n")):
+                marker = self.folder / name
+                if not marker.exists():
+                    marker.write_text(text)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".cache-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    pickle.dump({"format": FORMAT, "tool": tool_fingerprint(), "entries": self.entries}, fh,
+                                protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, self.path)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
+            for old in self.folder.glob("cache-*.pickle"):
+                if old != self.path:
+                    old.unlink()  # written by another version of the tool
+        except OSError as exc:
+            return f"cannot write the cache in {self.folder}: {exc.strerror or exc}"
+        return None
+
+
+def clean(folder: Optional[Path] = None) -> bool:
+    """Remove the cache folder; True if there was one."""
+    folder = Path(folder if folder is not None else default_cache_dir())
+    if not folder.exists():
+        return False
+    shutil.rmtree(folder)
+    return True
