@@ -19,7 +19,7 @@ from ..diagnostics import Diagnostic, Position
 from ..rules import ALL_RULES, PARSE_ERROR
 from ..rules.base import RuleContext
 from .deps import Dependencies, RecordingProjectIndex
-from .noqa import is_suppressed, noqa_directives
+from .noqa import UNUSED_NOQA, is_suppressed, noqa_directives, skips_file, unused_noqa
 from .notebook import NotebookSource, is_notebook
 from .prefilter import FigureHelpers, rules_that_may_fire, trigger_words
 from .source import SourceDecodeError, SourceText, decode_source
@@ -112,6 +112,9 @@ class LintSession:
         enabled = settings.enabled_codes()
         self.rules = [cls() for cls in ALL_RULES if cls.code in enabled]
         self.project = RecordingProjectIndex(loader=self._load)
+        self.project.model_names = frozenset(n.lower() for n in settings.model_names)
+        self.project.loss_names = frozenset(n.lower() for n in settings.loss_names)
+        self.enabled = enabled
         self.record_dependencies = record_dependencies
         self.project.derived["figure-helpers"] = self._figure_helper_names
         self.prefilter = prefilter
@@ -225,6 +228,8 @@ class LintSession:
 
     def lint_text(self, source: SourceText, path: str) -> FileResult:
         result = FileResult(path, source=source)
+        if skips_file(source.text):
+            return result
         module, package = self._module_of(path)
         self.project.begin_file(module, self.record_dependencies)
         if not self.may_report(source.text, path):
@@ -242,6 +247,7 @@ class LintSession:
         try:
             directives = noqa_directives(source.text, source.lines)
             ignored = self._ignored_codes(path)
+            used, checked = set(), set()  # (line, code) pairs a noqa suppressed; rules that ran
             for rule in self.rules:
                 if rule.code in ignored:
                     continue
@@ -254,9 +260,15 @@ class LintSession:
                 except Exception as exc:  # a rule bug must not lose the other findings
                     result.internal_errors.append(f"{path}: internal error in {rule.code}: {type(exc).__name__}: {exc}")
                     continue
+                checked.add(rule.code)
                 for diag in found:
                     if not is_suppressed(directives, diag.noqa_line, diag.code):
                         result.diagnostics.append(diag)
+                    else:
+                        used.add((diag.noqa_line, diag.code))
+            if UNUSED_NOQA in self.enabled and UNUSED_NOQA not in ignored:
+                known = {cls.code for cls in ALL_RULES} | {PARSE_ERROR}
+                result.diagnostics.extend(unused_noqa(path, source, used, checked, known))
         finally:
             self.project.unpin(module)
             result.dependencies = self.project.end_file()
@@ -271,9 +283,12 @@ class LintSession:
         from ..config import expand_selector
 
         rel = os.path.relpath(path).replace(os.sep, "/")
+        origin = self.settings.origin
+        rel_config = os.path.relpath(os.path.abspath(path), os.path.dirname(origin)).replace(os.sep, "/") \
+            if origin else rel  # globs are relative to the configuration file's folder
         out = set()
         for glob, selectors in self.settings.per_file_ignores.items():
-            if fnmatch(rel, glob) or fnmatch(os.path.basename(path), glob):
+            if fnmatch(rel, glob) or fnmatch(rel_config, glob) or fnmatch(os.path.basename(path), glob):
                 for sel in selectors:
                     out |= expand_selector(sel)
         return out
