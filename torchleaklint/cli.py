@@ -189,5 +189,11 @@ def explain(code: str) -> None:
         click.echo(text)
 
 
+# The harness command imports torch only when it runs, so the lint path stays light.
+from .harness.command import verify  # noqa: E402
+
+main.add_command(verify)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -65,7 +65,7 @@ class GraphCarriedAcrossIterations(Rule):
     name = "graph-carried-across-iterations"
     summary = "Loop-carried state keeps the graphs of all previous iterations alive"
     fix_availability = "sometimes"
-    repro = "tll007_rnn_hidden"
+    repro = "tll007_cat_history"
 
     VALID = [
         """
