@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-from typing import List, Optional
 
 import click
 from rich.console import Console
@@ -16,13 +14,18 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from . import __version__
-from .config import ConfigError, Settings, find_pyproject, load_settings, parse_selectors
+from .config import ConfigError, SettingsResolver, parse_selectors
 from .engine.cache import CACHE_DIR_NAME, clean as clean_cache, default_cache_dir
 from .engine.discover import DiscoveryError
 from .engine.parallel import default_jobs
-from .report import FORMATS, TextReporter, render_json
+from .engine.noqa import UNUSED_NOQA, UNUSED_NOQA_DOCS, UNUSED_NOQA_SUMMARY
+from .engine.notebook import NotebookSource
+from .engine.stdin import lint_code
+from .report import FORMATS, RENDERERS, TextReporter
+from .report.progress import progress_bar
 from .rules import ALL_RULES, RULES_BY_CODE
-from .runner import run
+from .runner import unified_diff
+from .workspace import add_noqa_comments, excluded, plan, run_plan
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -62,12 +65,19 @@ def main() -> None:
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply (or show) unsafe fixes.")
 @click.option("--diff", is_flag=True, help="Print the diff that --fix would make; write nothing.")
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated, or ALL).")
-@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition.")
+@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable in addition (TLL100: unused noqa).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
 @click.option("--output-format", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--show-evidence", is_flag=True, help="Explain why each finding fired.")
+@click.option("--show-fixes", is_flag=True, help="Show each finding's fix, and what --fix fixed.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="With --fix, exit 1 when files were changed.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments on the lines with findings.")
+@click.option("--stdin-filename", type=str, default=None,
+              help="Read the code from standard input and report it under this name.")
+@click.option("--force-exclude/--no-force-exclude", default=None,
+              help="Apply exclusions also to files named on the command line (for pre-commit).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--config", "config_path", type=str, default=None, help="Path to a pyproject.toml to use.")
 @click.option("--no-color", is_flag=True, help="Disable colours (also: NO_COLOR).")
@@ -77,28 +87,51 @@ def main() -> None:
               help=f"Do not read or write the cache ({CACHE_DIR_NAME}/, or $TORCHLEAKLINT_CACHE_DIR).")
 @click.version_option(__version__, prog_name="torchleaklint")
 def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_format, show_evidence,
-          statistics, exit_zero, quiet, config_path, no_color, jobs, no_cache) -> None:
-    """Lint PATHS (default: the current folder)."""
-    paths = list(paths) or ["."]
+          show_fixes, statistics, exit_zero, exit_non_zero_on_fix, add_noqa, stdin_filename, force_exclude,
+          quiet, config_path, no_color, jobs, no_cache) -> None:
+    """Lint PATHS (default: the current folder; `-` reads standard input)."""
+    paths = list(paths)
     try:
-        settings = _settings(paths, config_path, select, extend_select, ignore, unsafe_fixes)
-        result = run(paths, settings, fix=fix, diff=diff, unsafe=settings.unsafe_fixes,
-                     jobs=jobs or default_jobs(), cache=not no_cache)
+        overrides = {"select": parse_selectors(select), "extend_select": parse_selectors(extend_select),
+                     "ignore": parse_selectors(ignore), "unsafe_fixes": unsafe_fixes, "force_exclude": force_exclude}
+        resolver = SettingsResolver(overrides, config_path)
+        if stdin_filename is not None or paths == ["-"]:
+            if [p for p in paths if p != "-"] or add_noqa:
+                raise ConfigError("standard input (`-`, --stdin-filename) cannot be combined with paths or --add-noqa")
+            raise click.exceptions.Exit(_check_stdin(stdin_filename or "-", resolver, fix, diff, output_format,
+                                                     show_evidence, show_fixes, exit_zero, quiet, no_color))
+        if "-" in paths:
+            raise ConfigError("`-` (standard input) cannot be combined with other paths")
+        paths = paths or ["."]
+        work = plan(paths, resolver)
+        settings = resolver.for_path(paths[0])
+        if add_noqa:
+            if fix or diff:
+                raise ConfigError("--add-noqa cannot be combined with --fix or --diff")
+            added, files, problems = add_noqa_comments(work)
+            for problem in problems:
+                click.echo(f"torchleaklint: error: {problem}", err=True)
+            click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''} in {files} "
+                       f"file{'s' if files != 1 else ''}.", err=True)
+            raise click.exceptions.Exit(EXIT_ERROR if problems else EXIT_OK)
+        with progress_bar(work.files, no_color or bool(os.environ.get("NO_COLOR")), enabled=not quiet) as progress:
+            result = run_plan(work, fix=fix, diff=diff, progress=progress,
+                              jobs=jobs or default_jobs(), cache=not no_cache)
     except (ConfigError, DiscoveryError) as exc:
         raise _fail(str(exc))
-    out = _console(no_color)
-    reporter = TextReporter(out, concise=output_format == "concise", show_evidence=show_evidence,
-                            unsafe_fixes=settings.unsafe_fixes)
     diags = result.diagnostics
+    reporter = _reporter(output_format, no_color, show_evidence, show_fixes, settings.unsafe_fixes)
     if diff:
         for chunk in result.diffs:
             click.echo(chunk, nl=False)
-    if output_format == "json":
-        click.echo(render_json(diags))
+    if output_format in RENDERERS:
+        _echo(RENDERERS[output_format](diags))
     elif statistics:
-        reporter.statistics(diags, {code: rule.name for code, rule in RULES_BY_CODE.items()})
+        reporter.statistics(diags, _rule_names())
     elif not diff:
         reporter.diagnostics(diags)
+        if fix and show_fixes:
+            reporter.fixed(result.fixed_codes, _rule_names())
         if not quiet:
             reporter.summary(diags, fixed=result.fixed if fix else 0)
     elif not quiet:
@@ -116,29 +149,70 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         raise click.exceptions.Exit(EXIT_OK)
     if diff:
         raise click.exceptions.Exit(EXIT_FINDINGS if result.changed_files else EXIT_OK)
+    if fix and exit_non_zero_on_fix and result.changed_files:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
     raise click.exceptions.Exit(EXIT_FINDINGS if diags else EXIT_OK)
 
 
-def _settings(paths: List[str], config_path: Optional[str], select, extend_select, ignore,
-              unsafe_fixes: Optional[bool]) -> Settings:
-    if config_path is not None:
-        if not os.path.isfile(config_path):
-            raise ConfigError(f"{config_path}: config file not found")
-        settings = load_settings(Path(config_path))
+def _rule_names() -> dict:
+    names = {code: rule.name for code, rule in RULES_BY_CODE.items()}
+    names.update({"TLL000": "parse-error", "TLL100": "unused-noqa"})
+    return names
+
+
+def _reporter(output_format: str, no_color: bool, show_evidence: bool, show_fixes: bool, unsafe: bool,
+              stderr: bool = False) -> TextReporter:
+    return TextReporter(_console(no_color, stderr=stderr), concise=output_format == "concise",
+                        full=output_format == "full", show_evidence=show_evidence, show_fixes=show_fixes,
+                        unsafe_fixes=unsafe)
+
+
+def _echo(text: str) -> None:
+    if text:  # an empty stream (json-lines, github) stays empty
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+def _check_stdin(name: str, resolver, fix: bool, diff: bool, output_format: str, show_evidence: bool,
+                 show_fixes: bool, exit_zero: bool, quiet: bool, no_color: bool) -> int:
+    """Editors: lint code from standard input as the file ``name``; with --fix the fixed
+    code goes to stdout and the remaining findings to stderr."""
+    settings = resolver.for_path(name if name != "-" else ".")
+    data = click.get_binary_stream("stdin").read()
+    out = click.get_binary_stream("stdout")
+    if settings.force_exclude and name != "-" and excluded(name, settings):
+        if fix:
+            out.write(data)
+        return EXIT_OK
+    result = lint_code(data, name, settings, fix=fix or diff, unsafe=settings.unsafe_fixes, neighbours=True)
+    changed = result.source is not None and result.text != result.source.text
+    diags = result.diagnostics
+    if diff:
+        if changed:
+            chunk = (result.source.diff(name, result.text) if isinstance(result.source, NotebookSource)
+                     else unified_diff(name, result.source.text, result.text))
+            click.echo(chunk, nl=False)
+    elif fix:
+        out.write(result.output() if result.source is not None else data)
+        out.flush()
+        if diags:
+            _reporter("concise" if output_format in RENDERERS else output_format, no_color, show_evidence,
+                      show_fixes, settings.unsafe_fixes, stderr=True).diagnostics(diags)
+    elif output_format in RENDERERS:
+        _echo(RENDERERS[output_format](diags))
     else:
-        anchor = Path(paths[0]) if paths else Path(".")
-        anchor = anchor if anchor.is_dir() else anchor.parent
-        settings = load_settings(find_pyproject(anchor if str(anchor) else Path(".")))
-    changes = {}
-    if select:
-        changes["select"] = parse_selectors(select)
-    if extend_select:
-        changes["extend_select"] = settings.extend_select + parse_selectors(extend_select)
-    if ignore:
-        changes["ignore"] = settings.ignore + parse_selectors(ignore)
-    if unsafe_fixes is not None:
-        changes["unsafe_fixes"] = unsafe_fixes
-    return settings.with_overrides(**changes)
+        reporter = _reporter(output_format, no_color, show_evidence, show_fixes, settings.unsafe_fixes)
+        reporter.diagnostics(diags)
+        if not quiet:
+            reporter.summary(diags)
+    for problem in result.internal_errors:
+        click.echo(f"torchleaklint: error: {problem}", err=True)
+    if result.internal_errors:
+        return EXIT_ERROR
+    if exit_zero:
+        return EXIT_OK
+    if diff:
+        return EXIT_FINDINGS if changed else EXIT_OK
+    return EXIT_FINDINGS if diags else EXIT_OK
 
 
 @main.command()
@@ -179,9 +253,12 @@ def clean() -> None:
 def explain(code: str) -> None:
     """Show a rule's documentation."""
     rule = RULES_BY_CODE.get(code.upper())
-    if rule is None:
+    if rule is not None:
+        text = f"# {rule.code} {rule.name}\n\n{rule.summary}.\n\n{rule.docs()}\n"
+    elif code.upper() == UNUSED_NOQA:
+        text = f"# {UNUSED_NOQA} unused-noqa\n\n{UNUSED_NOQA_SUMMARY}.\n\n{UNUSED_NOQA_DOCS.strip()}\n"
+    else:
         raise _fail(f"unknown rule code '{code}' (see `torchleaklint rules`)")
-    text = f"# {rule.code} {rule.name}\n\n{rule.summary}.\n\n{rule.docs()}\n"
     console = _console(False)
     if console.is_terminal:
         console.print(Markdown(text))

@@ -80,11 +80,14 @@ def plan(paths: Sequence[str], resolver: SettingsResolver) -> Plan:
 
 
 def run_plan(work: Plan, fix: bool = False, diff: bool = False,
-             progress: Optional[Callable[[str], None]] = None) -> RunResult:
+             progress: Optional[Callable[[str], None]] = None, jobs: int = 1, cache: bool = False) -> RunResult:
     """One run per configuration; the results in discovery order."""
     total = RunResult()
     for settings, files in work.groups:
-        part = run(files, settings, fix=fix, diff=diff, unsafe=settings.unsafe_fixes, progress=progress)
+        part = run(files, settings, fix=fix, diff=diff, unsafe=settings.unsafe_fixes, progress=progress,
+                   jobs=jobs, cache=cache)
+        total.warnings.extend(w for w in part.warnings if w not in total.warnings)
+        total.cached_files += part.cached_files
         total.diagnostics.extend(part.diagnostics)
         total.fixed += part.fixed
         total.changed_files.extend(part.changed_files)

@@ -197,3 +197,37 @@ def _tree(text: str) -> Optional[str]:
             return ast.dump(ast.parse(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+UNUSED_NOQA_SUMMARY = "A `noqa` comment names a torchleaklint code that suppresses no finding"
+UNUSED_NOQA_DOCS = """
+## What it does
+Reports `# noqa: TLLxxx` comments whose codes suppress nothing on their line: the rule is
+enabled and found nothing there (the code was fixed, or the comment sits on the wrong
+line), or the code is not a torchleaklint code at all. It is off unless selected by its
+own code: `--extend-select TLL100` or `extend-select = ["TLL100"]`.
+
+Codes of other tools (`# noqa: E501`), codes of rules that are not enabled in this run,
+and a bare `# noqa` are left alone.
+
+## Why is this bad
+A stale suppression hides the next real finding on that line, and tells readers that a
+leak was once there.
+
+## Example
+```python
+losses.append(loss.item())  # noqa: TLL001
+```
+
+## Use instead
+```python
+losses.append(loss.item())
+```
+
+## Fix safety
+The fix removes the unused codes (the whole directive when none is left) and is safe:
+comments do not change behaviour.
+
+## Memory impact
+None by itself.
+"""
