@@ -39,13 +39,16 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
     """``progress(path)``, when given, is called as each file's turn comes. Checking (not
     fixing) runs over ``jobs`` processes and, with ``cache``, reuses the findings of files
     whose text and cross-file facts did not change."""
-    files = discover(paths, settings.exclude + settings.extend_exclude, settings.respect_gitignore)
+    unreadable: List[tuple] = []
+    files = discover(paths, settings.exclude + settings.extend_exclude, settings.respect_gitignore, unreadable)
     if not (fix or diff):
-        return _check(files, [], settings, progress, jobs, cache, cache_dir)
+        return _check(files, unreadable, settings, progress, jobs, cache, cache_dir)
     session = LintSession(settings)
     for path in files:
         session.register(path)
     result = RunResult(files=len(files))
+    for folder, reason in unreadable:
+        result.diagnostics.append(parse_error(folder, f"cannot read directory: {reason}", 1, 0))
     for path in files:
         if progress is not None:
             progress(path)
@@ -106,12 +109,27 @@ def write_back(path: str, source: SourceText, text: str) -> Optional[str]:
     """Write fixed text in the file's own encoding; a one-line problem, or None."""
     if os.path.islink(path):
         return "not fixed: the path is a symbolic link"
-    if not os.access(path, os.W_OK):
-        return "not fixed: the file is not writable"
+    try:
+        # A file without write permission is read-only by intent, also for root.
+        if not os.access(path, os.W_OK) or not os.stat(path).st_mode & 0o222:
+            return "not fixed: the file is read-only"
+    except OSError as exc:
+        return f"not fixed: {exc.strerror or exc}"
     try:
         data = source.encode(text)
     except UnicodeEncodeError as exc:
         return f"not fixed: the fix cannot be written in {source.encoding}: {exc.reason}"
+    original = getattr(source, "original", None)
+    if original is not None:
+        try:
+            with open(path, "rb") as fh:
+                current = fh.read()
+        except OSError as exc:
+            return f"not fixed: cannot read the file again: {exc.strerror or exc}"
+        if current == data:
+            return None  # already fixed, e.g. by another run at the same time
+        if current != original:
+            return "not fixed: the file changed on disk while it was being fixed"
     try:
         atomic_write(path, data)
     except OSError as exc:

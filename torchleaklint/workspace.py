@@ -23,6 +23,7 @@ from .runner import RunResult, run
 @dataclass
 class Plan:
     groups: List[Tuple[Settings, List[str]]] = field(default_factory=list)
+    unreadable: List[Tuple[str, str]] = field(default_factory=list)  # (folder, reason): reported as TLL000
 
     @property
     def files(self) -> int:
@@ -50,6 +51,7 @@ def plan(paths: Sequence[str], resolver: SettingsResolver) -> Plan:
     """Discover the files and group them by their settings, keeping discovery order."""
     order: List[int] = []
     groups: Dict[int, Tuple[Settings, List[str]]] = {}
+    unreadable: List[Tuple[str, str]] = []
     seen = set()
 
     def add(settings: Settings, path: str) -> None:
@@ -69,20 +71,25 @@ def plan(paths: Sequence[str], resolver: SettingsResolver) -> Plan:
         if os.path.isdir(raw):
             if anchor.force_exclude and excluded(raw, anchor):
                 continue
-            for path in discover([raw], anchor.exclude + anchor.extend_exclude, anchor.respect_gitignore):
+            for path in discover([raw], anchor.exclude + anchor.extend_exclude, anchor.respect_gitignore,
+                                 unreadable):
                 own = resolver.for_path(path)
                 if own is not anchor and excluded(path, own):
                     continue
                 add(own, path)
         elif not (anchor.force_exclude and excluded(raw, anchor)):
             add(anchor, raw)
-    return Plan([groups[k] for k in order])
+    return Plan([groups[k] for k in order], unreadable)
 
 
 def run_plan(work: Plan, fix: bool = False, diff: bool = False,
              progress: Optional[Callable[[str], None]] = None, jobs: int = 1, cache: bool = False) -> RunResult:
     """One run per configuration; the results in discovery order."""
+    from .engine.lint import parse_error
+
     total = RunResult()
+    for folder, reason in work.unreadable:
+        total.diagnostics.append(parse_error(folder, f"cannot read directory: {reason}", 1, 0))
     for settings, files in work.groups:
         part = run(files, settings, fix=fix, diff=diff, unsafe=settings.unsafe_fixes, progress=progress,
                    jobs=jobs, cache=cache)

@@ -8,14 +8,18 @@ import re
 import subprocess
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Set
+from typing import Iterable, List, Optional, Sequence, Set, Tuple
 
 
 class DiscoveryError(Exception):
     """A path given by the user does not exist; one line."""
 
 
-def discover(paths: Sequence[str], exclude: Sequence[str] = (), respect_gitignore: bool = True) -> List[str]:
+def discover(paths: Sequence[str], exclude: Sequence[str] = (), respect_gitignore: bool = True,
+             unreadable: Optional[List[Tuple[str, str]]] = None) -> List[str]:
+    """Files to lint. Symbolic links met while walking a folder are never followed (a
+    linked file is linted where it really lives, if that is inside the tree). Folders
+    that cannot be listed are appended to ``unreadable`` as (path, reason) when given."""
     files: List[str] = []
     seen: Set[str] = set()
     for raw in paths:
@@ -23,7 +27,7 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = (), respect_gitignor
             raise DiscoveryError(f"{raw}: no such file or directory")
         if os.path.isdir(raw):
             allowed = _git_visible(raw) if respect_gitignore else None
-            for path in _walk(raw, exclude, allowed, respect_gitignore):
+            for path in _walk(raw, exclude, allowed, respect_gitignore, unreadable):
                 key = os.path.realpath(path)
                 if key not in seen:
                     seen.add(key)
@@ -44,10 +48,16 @@ def _excluded(name: str, rel: str, exclude: Sequence[str]) -> bool:
     return False
 
 
-def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respect_gitignore: bool) -> Iterable[str]:
+def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respect_gitignore: bool,
+          unreadable: Optional[List[Tuple[str, str]]] = None) -> Iterable[str]:
     ignores = _GitignoreStack() if (respect_gitignore and allowed is None) else None
     visited: Set[str] = set()
-    for folder, dirs, names in os.walk(root, followlinks=False, onerror=lambda e: None):
+
+    def cannot_list(exc: OSError) -> None:
+        if unreadable is not None:
+            unreadable.append((exc.filename or root, exc.strerror or str(exc)))
+
+    for folder, dirs, names in os.walk(root, followlinks=False, onerror=cannot_list):
         real = os.path.realpath(folder)
         if real in visited:
             dirs[:] = []
@@ -70,6 +80,8 @@ def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respec
             if not name.endswith((".py", ".pyi", ".ipynb")):
                 continue
             full = os.path.join(folder, name)
+            if os.path.islink(full):
+                continue
             rel = os.path.normpath(os.path.join(rel_folder, name)).replace(os.sep, "/")
             if _excluded(name, rel, exclude):
                 continue

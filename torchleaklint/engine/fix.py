@@ -110,16 +110,23 @@ def fix_source(session, path: str, source: SourceText, unsafe: bool) -> FixOutco
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    """Write via a temporary file in the same folder and ``os.replace``; keep the mode."""
+    """Write via a temporary file in the same folder and ``os.replace``; keep the mode
+    (and the owner, where allowed). A reader, or a run killed at any moment, sees either
+    the old bytes or the new ones, never a mix."""
     folder = os.path.dirname(os.path.abspath(path))
-    mode = stat.S_IMODE(os.stat(path).st_mode)
+    info = os.stat(path)
     fd, tmp = tempfile.mkstemp(prefix=".torchleaklint-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
+        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
+            try:
+                os.chown(tmp, info.st_uid, info.st_gid)
+            except OSError:
+                pass  # only the owner's group or root may keep them; the mode is kept regardless
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -34,6 +34,9 @@ class SourceText:
     def __post_init__(self) -> None:
         self._line_starts: Optional[List[int]] = None
         self._lines: Optional[List[str]] = None
+        # The bytes the text was decoded from, when read from a file: the fixer writes
+        # only if the file still holds them (no lost edits from a concurrent writer).
+        self.original: Optional[bytes] = None
 
     @property
     def lines(self) -> List[str]:
@@ -90,6 +93,9 @@ class SourceText:
         """The newline style the file mostly uses (for inserted lines)."""
         crlf = self.text.count("\r\n")
         lf = self.text.count("\n") - crlf
+        cr = self.text.count("\r") - crlf
+        if cr > max(crlf, lf):
+            return "\r"
         return "\r\n" if crlf > lf else "\n"
 
     def encode(self, text: Optional[str] = None) -> bytes:
@@ -113,6 +119,7 @@ def decode_source(data: bytes) -> SourceText:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
         raise SourceDecodeError(f"cannot determine the file's encoding: {exc.msg}") from None
+    original = data
     bom = False
     if encoding == "utf-8-sig":
         bom = True
@@ -129,4 +136,6 @@ def decode_source(data: bytes) -> SourceText:
             col = exc.start - (before.rfind(b"\n") + 1)
         reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
         raise SourceDecodeError(f"file is not valid {encoding}: {reason}", line=line, col=col) from None
-    return SourceText(text=text, encoding=encoding, bom=bom)
+    source = SourceText(text=text, encoding=encoding, bom=bom)
+    source.original = original
+    return source
