@@ -1,0 +1,239 @@
+"""Side-by-side speed of torchleaklint, its peers and a bare libcst parse on real code.
+
+    python bench/speed.py [--corpus DIR] [--peers-venv DIR] [--jobs 2] [--runs 3]
+                          [--lines-per-package 6000] [--cache-lines-per-package 60000] [--smoke]
+
+The corpus is built from published wheels by ``bench/corpus.py`` (``--corpus`` or
+``$TORCHLEAKLINT_CORPUS``, default ``~/.cache/torchleaklint-corpus``); the same slice of it
+(the first files of each package of the main set, in sorted order, up to
+``--lines-per-package`` lines each) is given to every tool. The peers, torch-preflight
+0.5.0 and TorchFix 0.7.0, are installed with pip into a separate virtual environment
+outside the repository (``--peers-venv``). Every tool runs with the same number of worker
+processes (``--jobs``); each measurement is the median wall time of ``--runs`` runs, and
+peak RSS is the largest resident set of any process of the run (``wait4``).
+
+Two tables. Against the peers (their speed bounds the slice: torch-preflight needs
+minutes for 80 k lines here): torchleaklint cold (``--no-cache``), a bare
+``libcst.parse_module`` pass, torch-preflight, TorchFix. Cache: on a larger slice
+(``--cache-lines-per-package``), torchleaklint cold, warm (cache primed, nothing changed)
+and after one file changed, plus the libcst pass again. The ratios the project promises
+are printed under the tables. ``--smoke`` runs small slices once, without peers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402  (bench/corpus.py)
+
+PEERS = {"torch-preflight": "torch-preflight==0.5.0", "torchfix": "torchfix==0.7.0"}
+
+# A bare parse with the same process count as the linters: the floor for a libcst tool.
+LIBCST_PASS = r"""
+import sys
+from multiprocessing import Pool
+import libcst
+
+def parse(path):
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        libcst.parse_module(data)
+    except Exception:
+        return 1
+    return 0
+
+if __name__ == "__main__":
+    files = [line.rstrip("\n") for line in open(sys.argv[1])]
+    jobs = int(sys.argv[2])
+    if jobs == 1:
+        failed = sum(map(parse, files))
+    else:
+        with Pool(jobs) as pool:
+            failed = sum(pool.imap_unordered(parse, files, chunksize=8))
+    print(f"{len(files)} files, {failed} not parsed", file=sys.stderr)
+"""
+
+
+@dataclass
+class Measure:
+    tool: str
+    command: str
+    walls: List[float]
+    rss_mb: float
+
+    @property
+    def wall(self) -> float:
+        return statistics.median(self.walls)
+
+
+def run_timed(cmd: List[str], env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None):
+    """Wall seconds and peak RSS (MB, largest process of the tree) of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    proc.stderr.close()
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"speed: error: {' '.join(cmd[:3])}… exited {proc.returncode}: {err.strip()[-500:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def measure(tool: str, cmd: List[str], runs: int, env=None, cwd=None, before=None) -> Measure:
+    walls, rss = [], 0.0
+    for _ in range(runs):
+        if before is not None:
+            before()
+        wall, peak = run_timed(cmd, env, cwd)
+        walls.append(wall)
+        rss = max(rss, peak)
+        print(f"  {tool}: {wall:.2f} s, {peak:.0f} MB", file=sys.stderr, flush=True)
+    return Measure(tool, " ".join(cmd), walls, rss)
+
+
+def slice_files(folders: List[Path], lines_per_package: int) -> List[Path]:
+    chosen: List[Path] = []
+    for folder in folders:
+        total = 0
+        for path in sorted(folder.rglob("*.py")):
+            if total >= lines_per_package:
+                break
+            chosen.append(path)
+            total += count_lines(path)
+    return chosen
+
+
+def count_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return fh.read().count(b"\n")
+
+
+def peers_venv(folder: Path) -> Path:
+    """A virtual environment with the peers, outside the repository; reused when present."""
+    python = folder / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+    missing = [spec for name, spec in PEERS.items() if not (folder / "bin" / name).exists()]
+    if missing:
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *missing], check=True)
+    return folder / "bin"
+
+
+def stage(files: List[Path], root: Path, dest: Path) -> None:
+    """Copy the slice (keeping package folders) so every tool sees exactly these files."""
+    for path in files:
+        target = dest / path.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=corpus.default_dest())
+    parser.add_argument("--peers-venv", type=Path,
+                        default=Path.home() / ".cache" / "torchleaklint-bench" / "peers")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--lines-per-package", type=int, default=6000)
+    parser.add_argument("--cache-lines-per-package", type=int, default=60000)
+    parser.add_argument("--no-peers", action="store_true", help="measure torchleaklint and libcst only")
+    parser.add_argument("--smoke", action="store_true", help="a small slice, one run, no peers")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.runs, args.lines_per_package, args.cache_lines_per_package, args.no_peers = 1, 1500, 3000, True
+
+    folders = corpus.build(args.corpus, corpus.MAIN)
+    src = args.corpus / "src"
+    work = Path(tempfile.mkdtemp(prefix="tll-speed-"))
+    (work / "libcst_pass.py").write_text(LIBCST_PASS)
+    print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}; {args.jobs} worker processes per tool; median of {args.runs} runs")
+    try:
+        peers = Slice(work / "peers", slice_files(folders, args.lines_per_package), src, args.jobs)
+        rows = [measure("torchleaklint (cold)", peers.tll + ["--no-cache"], args.runs, peers.env),
+                measure("libcst.parse_module only", peers.libcst, args.runs)]
+        if not args.no_peers:
+            bin_dir = peers_venv(args.peers_venv)
+            jobs = str(args.jobs)
+            rows.append(measure("torch-preflight 0.5.0", [str(bin_dir / "torch-preflight"), "check",
+                                                          str(peers.tree), "-q", "--no-color", "-j", jobs], args.runs))
+            rows.append(measure("TorchFix 0.7.0", [str(bin_dir / "torchfix"), "--select", "ALL", "-j", jobs,
+                                                   str(peers.tree)], args.runs))
+        report("Against the peers", rows, peers, args)
+
+        big = Slice(work / "cache", slice_files(folders, args.cache_lines_per_package), src, args.jobs)
+        rows = [measure("torchleaklint (cold)", big.tll + ["--no-cache"], args.runs, big.env)]
+        run_timed(big.tll, big.env)  # prime the cache
+        rows.append(measure("torchleaklint (warm)", big.tll, args.runs, big.env))
+        touched = big.tree / big.files[len(big.files) // 2].relative_to(src)
+        original = touched.read_bytes()
+
+        def touch():
+            touched.write_bytes(original + f"\n# edit {time.time_ns()}\n".encode())
+
+        rows.append(measure("torchleaklint (1 file changed)", big.tll, args.runs, big.env, before=touch))
+        touched.write_bytes(original)
+        rows.append(measure("libcst.parse_module only", big.libcst, args.runs))
+        report("Cache", rows, big, args)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+class Slice:
+    """A copy of some corpus files (package folders kept) and the commands over it."""
+
+    def __init__(self, folder: Path, files: List[Path], src: Path, jobs: int) -> None:
+        self.files = files
+        self.lines = sum(count_lines(p) for p in files)
+        self.tree = folder / "code"
+        stage(files, src, self.tree)
+        listing = folder / "files.txt"
+        listing.write_text("".join(f"{self.tree / p.relative_to(src)}\n" for p in files))
+        self.env = dict(os.environ, TORCHLEAKLINT_CACHE_DIR=str(folder / "cache"), NO_COLOR="1")
+        self.tll = [sys.executable, "-m", "torchleaklint", "check", str(self.tree), "-q", "--exit-zero",
+                    "-j", str(jobs)]
+        self.libcst = [sys.executable, str(folder.parent / "libcst_pass.py"), str(listing), str(jobs)]
+        print(f"{folder.name}: {len(files)} files, {self.lines} lines", file=sys.stderr)
+
+
+def report(title: str, rows: List[Measure], part: Slice, args) -> None:
+    by = {m.tool: m for m in rows}
+    files, lines = len(part.files), part.lines
+    print(f"\n### {title}: {files} files, {lines} lines\n")
+    print("| tool | files | lines | wall (median) | lines/s | peak RSS |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for m in rows:
+        print(f"| {m.tool} | {files} | {lines} | {m.wall:.2f} s | {lines / m.wall:,.0f} | {m.rss_mb:.0f} MB |")
+    cold = by["torchleaklint (cold)"].wall
+    print()
+    print(f"- torchleaklint cold / libcst.parse_module only (target <= 2): {cold / by['libcst.parse_module only'].wall:.2f}")
+    if "torchleaklint (warm)" in by:
+        print(f"- cold / warm (target >= 50): {cold / by['torchleaklint (warm)'].wall:.1f}x")
+        print(f"- cold / one file changed: {cold / by['torchleaklint (1 file changed)'].wall:.1f}x")
+    if "torch-preflight 0.5.0" in by:
+        print(f"- torch-preflight / torchleaklint cold (target >= 10): {by['torch-preflight 0.5.0'].wall / cold:.1f}x")
+    if "TorchFix 0.7.0" in by:
+        print(f"- TorchFix / torchleaklint cold (target >= 15): {by['TorchFix 0.7.0'].wall / cold:.1f}x")
+    print("\nCommands (paths shortened):")
+    for m in rows:
+        print(f"- {m.tool}: `{m.command.replace(str(part.tree.parent), '$SLICE')}`")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

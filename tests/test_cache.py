@@ -1,0 +1,145 @@
+"""The content-hash cache: warm runs reuse findings, edits re-lint the file and the files
+whose cross-file facts it feeds, and a damaged cache is rebuilt with one warning."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from torchleaklint.config import Settings
+from torchleaklint.engine.cache import Cache
+from torchleaklint.runner import run
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "leaky_training"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def findings(result):
+    return sorted((d.path, d.code, d.start.line, d.start.col, d.message) for d in result.diagnostics)
+
+
+def check(paths, cache_dir, jobs=1, cache=True):
+    return run([str(p) for p in paths], Settings(), jobs=jobs, cache=cache, cache_dir=str(cache_dir))
+
+
+@pytest.fixture
+def project(tmp_path):
+    target = tmp_path / "proj"
+    shutil.copytree(EXAMPLE, target)
+    return target
+
+
+def test_warm_run_reuses_every_file_with_the_same_findings(project, tmp_path):
+    cold = check([project], tmp_path / "c")
+    warm = check([project], tmp_path / "c")
+    assert cold.cached_files == 0
+    assert warm.cached_files == warm.files == 3
+    assert findings(warm) == findings(cold) == findings(check([project], tmp_path / "x", cache=False))
+    assert len(cold.diagnostics) >= 3
+
+
+def test_callee_change_relints_its_callers(project, tmp_path):
+    agent = project / "agent.py"
+    cold = check([project], tmp_path / "c")
+    stored = [d for d in cold.diagnostics if d.path.endswith("train.py") and d.code == "TLL001"]
+    assert len(stored) == 2  # agent.update(...) returns graph-carrying losses, kept in lists
+
+    # The callee now returns plain floats: the caller's findings must go on the warm run.
+    agent.write_text(agent.read_text().replace("return critic_loss, actor_loss",
+                                               "return critic_loss.item(), actor_loss.item()"))
+    detached = check([project], tmp_path / "c")
+    assert not [d for d in detached.diagnostics if d.path.endswith("train.py") and d.code == "TLL001"]
+    assert detached.cached_files == 1  # meters.py: it does not call into agent.py
+    assert findings(detached) == findings(check([project], tmp_path / "x", cache=False))
+
+    # And back: graph-carrying again, the caller's findings return.
+    agent.write_text(agent.read_text().replace("return critic_loss.item(), actor_loss.item()",
+                                               "return critic_loss, actor_loss"))
+    again = check([project], tmp_path / "c")
+    assert findings(again) == findings(cold)
+
+
+def test_unchanged_callee_keeps_caller_cached(project, tmp_path):
+    check([project], tmp_path / "c")
+    meters = project / "meters.py"
+    meters.write_text(meters.read_text() + "\n# a comment\n")
+    warm = check([project], tmp_path / "c")
+    # train.py reads AverageMeter.update's summary from meters.py: it is re-linted; agent.py is not.
+    assert warm.cached_files == 1
+    assert findings(warm) == findings(check([project], tmp_path / "x", cache=False))
+
+
+def test_new_file_defining_a_called_name_relints_the_caller(tmp_path):
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "train.py").write_text(
+        "import torch\nfrom helpers import compute\n\n"
+        "def train(model, data, opt):\n    losses = []\n    for x in data:\n"
+        "        loss = compute(model, x)\n        loss.backward()\n        opt.step()\n"
+        "        losses.append(loss)\n    return losses\n")
+    (proj / "other.py").write_text("import torch\n\ndef unrelated():\n    return 1\n")
+    first = check([proj], tmp_path / "c")
+    (proj / "helpers.py").write_text("import torch\n\ndef compute(model, x):\n    return model(x).sum()\n")
+    second = check([proj], tmp_path / "c")
+    assert findings(second) == findings(check([proj], tmp_path / "x", cache=False))
+    assert second.cached_files == 1  # other.py; train.py asked for `compute` and is re-judged
+    assert first.cached_files == 0
+
+
+def test_settings_change_does_not_reuse_findings(project, tmp_path):
+    check([project], tmp_path / "c")
+    only = run([str(project)], Settings(select=("TLL002",)), cache=True, cache_dir=str(tmp_path / "c"))
+    assert only.cached_files == 0
+    assert {d.code for d in only.diagnostics} == {"TLL002"}
+
+
+@pytest.mark.parametrize("garbage", [b"", b"not a pickle at all", b"\x80\x04\x95garbage"])
+def test_garbage_cache_is_ignored_with_one_warning_and_rebuilt(project, tmp_path, garbage):
+    cold = check([project], tmp_path / "c")
+    cache_file = Cache(tmp_path / "c").path
+    assert cache_file.exists()
+    cache_file.write_bytes(garbage)
+    damaged = check([project], tmp_path / "c")
+    assert len(damaged.warnings) == 1 and "unreadable cache" in damaged.warnings[0]
+    assert "\n" not in damaged.warnings[0]
+    assert findings(damaged) == findings(cold)
+    rebuilt = check([project], tmp_path / "c")
+    assert rebuilt.warnings == [] and rebuilt.cached_files == 3
+
+
+def test_cached_findings_follow_the_path_spelling(project, tmp_path, monkeypatch):
+    cold = check([project], tmp_path / "c")
+    monkeypatch.chdir(project.parent)
+    warm = check([Path("proj")], tmp_path / "c")
+    # Files that consult no other file are reused; the others are re-judged (cross-file
+    # evidence names the callee's path).
+    assert warm.cached_files >= 1
+    assert sorted(d.path for d in warm.diagnostics) == sorted(
+        str(Path("proj") / Path(d.path).name) for d in cold.diagnostics)
+
+
+def test_cli_clean_and_no_cache(cli, tmp_path):
+    shutil.copytree(EXAMPLE, tmp_path / "proj")
+    result = cli("proj", "--no-cache")
+    assert result.exit_code == 1
+    assert not (tmp_path / ".torchleaklint_cache").exists()
+    cold = cli("proj", "-j", "2")
+    assert (tmp_path / ".torchleaklint_cache" / "CACHEDIR.TAG").exists()
+    warm = cli("proj")
+    assert warm.output == cold.output
+    (Cache(tmp_path / ".torchleaklint_cache").path).write_bytes(b"garbage")
+    damaged = cli("proj")
+    assert "torchleaklint: warning: ignoring unreadable cache" in damaged.output
+    assert damaged.exit_code == 1
+    cleaned = cli("clean")
+    assert cleaned.exit_code == 0 and "Removed" in cleaned.output
+    assert not (tmp_path / ".torchleaklint_cache").exists()
+    assert "No cache" in cli("clean").output
+
+
+def test_fixture_projects_same_findings_cold_and_warm(tmp_path):
+    paths = sorted(str(p) for p in FIXTURES.glob("TLL00*/positive"))
+    cold = check(paths, tmp_path / "c", jobs=2)
+    warm = check(paths, tmp_path / "c", jobs=2)
+    assert warm.cached_files == warm.files > 100
+    assert findings(warm) == findings(cold) == findings(check(paths, tmp_path / "x", jobs=1, cache=False))
