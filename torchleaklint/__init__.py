@@ -37,6 +37,23 @@ def fix_source(code: str, filename: str = "x.py", settings=None, unsafe: Optiona
     return result.text
 
 
+def watch(label: str = "run", **options):
+    """Watch a training loop for memory growth at run time (needs the ``harness`` extra).
+
+    ``with torchleaklint.watch(label="train") as w: ... w.step()``; see ``torchleaklint.runtime``.
+    """
+    from .runtime.watch import watch as _watch
+
+    return _watch(label, **options)
+
+
+def watch_steps(func=None, **options):
+    """Decorator: each call of the step function is one watched step (``func.watch``)."""
+    from .runtime.watch import watch_steps as _watch_steps
+
+    return _watch_steps(func, **options)
+
+
 from .diagnostics import Diagnostic  # noqa: E402  (re-exported for type hints)
 
-__all__ = ["Diagnostic", "fix_source", "lint_source", "__version__"]
+__all__ = ["Diagnostic", "fix_source", "lint_source", "watch", "watch_steps", "__version__"]

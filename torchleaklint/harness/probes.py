@@ -26,7 +26,7 @@ import os
 import re
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
 # glibc returns freed blocks above this size to the OS at once; without a fixed value its
 # dynamic threshold keeps freed memory in the process and RSS stops tracking use.
@@ -122,11 +122,12 @@ def peak_rss() -> Optional[int]:
 _TENSOR_TYPES: Dict[type, bool] = {}
 
 
-def live_tensors() -> List[object]:
+def live_tensors(objects: Optional[List[object]] = None) -> List[object]:
     """Every tensor the garbage collector tracks (one type check per distinct type)."""
     import torch
 
-    objects = gc.get_objects()
+    if objects is None:
+        objects = gc.get_objects()
     known = _TENSOR_TYPES
     for kind in set(map(type, objects)) - known.keys():
         # issubclass on the type: isinstance would consult proxies that warn when touched.
@@ -195,9 +196,10 @@ class CudaCounters:
 class Sampler:
     """Takes one ``Sample`` per step; ``begin()`` marks where the first step starts."""
 
-    def __init__(self, device: str = "cpu") -> None:
+    def __init__(self, device: str = "cpu", full_collection: bool = False) -> None:
         self.cuda = CudaCounters(device) if str(device).startswith("cuda") else None
         self.step_index = 0
+        self.full_collection = full_collection
 
     def begin(self) -> None:
         gc.collect()
@@ -205,14 +207,22 @@ class Sampler:
         if self.cuda is not None:
             self.cuda.reset_peak()
 
-    def sample(self, **observed: float) -> Sample:
+    def sample(self, census: Optional[Callable[[List[object], List[object]], None]] = None,
+               **observed: float) -> Sample:
+        """One sample; ``census(objects, tensors)`` may look at the same object scan."""
         self.step_index += 1
-        # Garbage cycles would make every count depend on when the collector last ran; the
-        # young generations hold this step's garbage, and a full pass costs ~0.1 s with torch.
-        gc.collect(1)
+        # Garbage cycles would make every count depend on when the collector last ran. The
+        # young generations hold a step's garbage; a full pass (~0.1 s with torch loaded) also
+        # frees the rare cycle that reached the oldest generation, which a watcher of an
+        # arbitrary program needs and a run of a known reproduction does not.
+        gc.collect() if self.full_collection else gc.collect(1)
         # Memory first: the census below allocates a list of every tracked object.
         heap, resident, peak = heap_in_use(), rss(), peak_rss()
-        tensors = live_tensors()
+        objects = gc.get_objects()
+        tensors = live_tensors(objects)
+        if census is not None:
+            census(objects, tensors)
+        del objects
         sample = Sample(
             step=self.step_index, nodes=autograd_nodes(tensors), tensors=len(tensors),
             tensor_bytes=tensor_bytes(tensors), heap=heap, rss=resident,

@@ -1,0 +1,152 @@
+"""Naming what grows: who holds a growing list, and which torchleaklint rule describes a line.
+
+Both answers are best effort and say so when they are not sure: a list is named by the
+object attribute, module global or function local that refers to it; a source line is
+mapped to the nearest static finding in the same function, by linting that file once.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import linecache
+import re
+import sys
+import types
+from functools import lru_cache
+from typing import Dict, List, Optional, Tuple
+
+Site = Tuple[str, int, str]
+
+
+def source_line(site: Optional[Site]) -> str:
+    if site is None:
+        return ""
+    return linecache.getline(site[0], site[1]).strip()
+
+
+def name_in_frames(obj: object, frame) -> Optional[Tuple[str, Optional[Site]]]:
+    """How a running function refers to ``obj``: its local variable, if one holds it."""
+    while frame is not None:
+        code = frame.f_code
+        local_values = frame.f_locals
+        for name, value in local_values.items():
+            if value is obj:
+                site = _append_line(code.co_filename, code.co_firstlineno, name)
+                return (f"local `{name}` of {code.co_name}()",
+                        site or (code.co_filename, frame.f_lineno, code.co_name))
+        for name, value in local_values.items():
+            # An attribute of an object the function holds (`env.history`, `self.losses`).
+            attributes = getattr(value, "__dict__", None)
+            if not isinstance(attributes, dict) or isinstance(value, type):
+                continue
+            key = next((k for k, v in attributes.items() if v is obj), None)
+            if key is not None:
+                return (f"`{type(value).__name__}.{key}` (`{name}.{key}` in {code.co_name}())",
+                        _attribute_append_line(type(value), key))
+        frame = frame.f_back
+    return None
+
+
+def name_by_referrers(obj: object) -> Tuple[str, Optional[Site]]:
+    """How long-lived objects refer to ``obj``: an attribute of an instance or a module global."""
+    for referrer in gc.get_referrers(obj):
+        if isinstance(referrer, dict):
+            key = next((k for k, v in referrer.items() if v is obj), None)
+            if key is None:
+                continue
+            for module in list(sys.modules.values()):
+                if getattr(module, "__dict__", None) is referrer:
+                    filename = getattr(module, "__file__", None)
+                    return (f"module global `{module.__name__}.{key}`",
+                            _append_line(filename, 1, key) if filename else None)
+            owners = [o for o in gc.get_referrers(referrer) if getattr(o, "__dict__", None) is referrer]
+            if owners:
+                return f"`{type(owners[0]).__name__}.{key}`", _attribute_append_line(type(owners[0]), key)
+        elif not isinstance(referrer, (list, tuple, types.FrameType)) and hasattr(referrer, "__dict__"):
+            # Instances whose attributes live inline (no separate dict until asked for).
+            key = next((k for k, v in vars(referrer).items() if v is obj), None)
+            if key is not None:
+                return f"`{type(referrer).__name__}.{key}`", _attribute_append_line(type(referrer), key)
+    return "an unnamed list", None
+
+
+def _append_line(filename: str, first_line: int, name: str) -> Optional[Site]:
+    pattern = re.compile(rf"\b{re.escape(name)}\s*\.\s*(append|extend|insert)\(|\b{re.escape(name)}\s*\+=")
+    lines = linecache.getlines(filename)
+    for number in range(first_line, len(lines) + 1):
+        if pattern.search(lines[number - 1]):
+            return filename, number, ""
+    return None
+
+
+def _attribute_append_line(cls: type, attribute: str) -> Optional[Site]:
+    module = sys.modules.get(cls.__module__)
+    filename = getattr(module, "__file__", None)
+    if not filename:  # a module loaded from a path without being registered
+        code = next((f.__code__ for f in vars(cls).values() if hasattr(f, "__code__")), None)
+        filename = code.co_filename if code else None
+    if not filename:
+        return None
+    return _append_line(filename, 1, f"self.{attribute}")
+
+
+def _creation_line(site: Site) -> Optional[int]:
+    """For ``self.x.append(...)`` at ``site``, the line that first binds ``self.x`` in the file."""
+    match = re.search(r"\b(self\.\w+)\s*\.\s*(append|extend|insert)\(", source_line(site))
+    if not match:
+        return None
+    binding = re.compile(rf"{re.escape(match.group(1))}\s*(:[^=]*)?=[^=]")
+    for number, text in enumerate(linecache.getlines(site[0]), start=1):
+        if binding.search(text):
+            return number
+    return None
+
+
+@lru_cache(maxsize=64)
+def _static_findings(filename: str) -> List[Tuple[int, str, Tuple[int, int]]]:
+    """(line, code, enclosing function's line range) for each finding in the file."""
+    from .. import lint_source
+
+    try:
+        with open(filename, encoding="utf-8") as fh:
+            code = fh.read()
+        tree = ast.parse(code)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return []
+    spans = [(node.lineno, node.end_lineno or node.lineno) for node in ast.walk(tree)
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    found = []
+    for diag in lint_source(code, filename):
+        line = diag.start.line
+        # Module-level code (scripts, notebooks) counts as one span.
+        inner = min((s for s in spans if s[0] <= line <= s[1]), key=lambda s: s[1] - s[0], default=(0, 10**9))
+        found.append((line, diag.code, inner))
+    return found
+
+
+# Which rules describe which kind of growth, most specific first.
+RULES_FOR_KIND: Dict[str, Tuple[str, ...]] = {
+    "graph": ("TLL001", "TLL002", "TLL006", "TLL007", "TLL009", "TLL008"),
+    "tensors": ("TLL004", "TLL001", "TLL003"),
+    "list": ("TLL004", "TLL001"),
+    "figures": ("TLL005",),
+}
+
+
+def rule_for(site: Optional[Site], kind: str) -> Optional[Tuple[str, int]]:
+    """The static finding (code, line) in the same function as ``site`` that fits ``kind``."""
+    if site is None or site[0].startswith("<"):
+        return None
+    codes = RULES_FOR_KIND.get(kind, ())
+    best = None
+    for line, code, (start, end) in _static_findings(site[0]):
+        # A list is named by the line that appends to it: only a finding on that line fits.
+        near = (line in (site[1], _creation_line(site)) if kind == "list"
+                else start <= site[1] <= end or line == site[1])
+        if code not in codes or not near:
+            continue
+        rank = (codes.index(code), abs(line - site[1]))
+        if best is None or rank < best[0]:
+            best = (rank, (code, line))
+    return best[1] if best else None

@@ -1,0 +1,168 @@
+"""Fitting growth per step from the watcher's samples, per phase, and naming what grows."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..harness.growth import KIB, NOISE_FLOORS
+from .holders import Site, rule_for, source_line
+
+UNEXPLAINED_MEMORY_FLOOR = 64 * KIB
+TREND_SIGNALS = ("nodes", "tensors", "tensor_bytes", "heap", "rss", "figures", "cuda_allocated")
+
+
+@dataclass
+class WatchSample:
+    step: int
+    phase: str
+    probes: dict
+    nodes_by_site: Dict[Optional[Site], int] = field(default_factory=dict)
+    tensors_by_site: Dict[Optional[Site], Tuple[int, int]] = field(default_factory=dict)
+    lists: Dict[int, int] = field(default_factory=dict)  # id -> length, for long lists
+    instances: Dict[str, int] = field(default_factory=dict)
+    traced: bool = False  # creation sites were being recorded when this sample was taken
+
+
+@dataclass
+class GrowthFinding:
+    kind: str  # graph | tensors | list | figures | instances | memory
+    per_step: float
+    unit: str
+    what: str
+    site: Optional[Site] = None
+    line: str = ""
+    rule: Optional[str] = None
+    rule_line: Optional[int] = None
+
+    def message(self) -> str:
+        amount = f"{self.per_step / KIB:+,.1f} KiB" if self.unit == "bytes" else f"{self.per_step:+.1f} {self.unit}"
+        text = f"{self.what} grows {amount}/step"
+        if self.site is not None:
+            where = f"{self.site[0]}:{self.site[1]}"
+            verb = "appended at" if self.kind == "list" else "created at"
+            text += f", {verb} {where}" + (f" `{self.line}`" if self.line else "")
+        if self.rule:
+            text += f" — see {self.rule}" + (f" (line {self.rule_line})" if self.rule_line else "")
+        return text
+
+
+@dataclass
+class PhaseTrend:
+    phase: str
+    steps: int
+    samples: int
+    per_step: Dict[str, Optional[float]]
+    findings: List[GrowthFinding]
+
+    @property
+    def growing(self) -> bool:
+        return bool(self.findings)
+
+
+@dataclass
+class WatchReport:
+    label: str
+    steps: int
+    warmup: int
+    phases: List[PhaseTrend]
+    samples: List[dict]
+
+    @property
+    def growing(self) -> bool:
+        return any(p.growing for p in self.phases)
+
+    @property
+    def findings(self) -> List[GrowthFinding]:
+        return [f for p in self.phases for f in p.findings]
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "steps": self.steps, "warmup": self.warmup,
+                "growing": self.growing, "phases": [asdict(p) for p in self.phases], "samples": self.samples}
+
+
+def rate(samples: Sequence[WatchSample], phase: Optional[str], warmup: int, get,
+         need_traced: bool = False) -> Optional[float]:
+    """Growth per step charged to ``phase``: the change since the previous sample, summed over
+    the phase's samples after the warm-up, divided by the steps they cover. Growth made while
+    another phase ran is charged to that phase (seed 002's question: which phase leaks?)."""
+    change = steps = 0.0
+    intervals = rising = 0
+    for previous, current in zip(samples, samples[1:]):
+        if current.step <= warmup or (phase is not None and current.phase != phase):
+            continue
+        if need_traced and not (previous.traced and current.traced):
+            continue
+        a, b = get(previous), get(current)
+        if a is None or b is None:
+            return None
+        change += b - a
+        steps += current.step - previous.step
+        intervals += 1
+        rising += b > a
+    if steps < 3:
+        return None
+    # Growth is sustained: a one-time jump (a buffer filling up, a lazily built cache) is not
+    # a leak, and neither is noise that rises in fewer than half of the intervals.
+    return change / steps if rising * 2 >= intervals else 0.0
+
+
+def phase_trend(phase: str, samples: Sequence[WatchSample], warmup: int, steps: int,
+                track_types: Sequence[str]) -> PhaseTrend:
+    per_step = {name: rate(samples, phase, warmup, lambda s, n=name: s.probes.get(n)) for name in TREND_SIGNALS}
+    findings = _findings(samples, phase, warmup, per_step, track_types)
+    in_phase = sum(1 for s in samples if s.phase == phase)
+    return PhaseTrend(phase, steps, in_phase, per_step, findings)
+
+
+def _grows(value: Optional[float], floor: float) -> bool:
+    return value is not None and value >= floor
+
+
+def _findings(samples: Sequence[WatchSample], phase: str, warmup: int, per_step: Dict[str, Optional[float]],
+              track_types: Sequence[str]) -> List[GrowthFinding]:
+    findings: List[GrowthFinding] = []
+    last = samples[-1] if samples else None
+    if last is None:
+        return findings
+
+    def site_rate(get):
+        return rate(samples, phase, warmup, get, need_traced=True)
+
+    if _grows(per_step["nodes"], NOISE_FLOORS["nodes"]):
+        for site in last.nodes_by_site:
+            growth = site_rate(lambda s, k=site: s.nodes_by_site.get(k, 0))
+            if site is not None and _grows(growth, NOISE_FLOORS["nodes"]):
+                findings.append(_attributed("graph", growth, "autograd nodes", "autograd graph", site))
+        if not any(f.kind == "graph" for f in findings):
+            findings.append(GrowthFinding("graph", per_step["nodes"], "autograd nodes", "autograd graph"))
+    for site in last.tensors_by_site:
+        growth = site_rate(lambda s, k=site: s.tensors_by_site.get(k, (0, 0))[1])
+        if site is not None and _grows(growth, NOISE_FLOORS["bytes"]):
+            findings.append(_attributed("tensors", growth, "bytes", "tensors without a graph", site))
+    for list_id in last.lists:
+        # A list is followed from the first sample in which it was long enough.
+        growth = rate([s for s in samples if list_id in s.lists], phase, warmup, lambda s, k=list_id: s.lists[k])
+        if _grows(growth, 0.5):
+            findings.append(GrowthFinding("list", growth, "items", f"list {list_id}"))
+    if _grows(per_step["figures"], NOISE_FLOORS["figures"]):
+        findings.append(GrowthFinding("figures", per_step["figures"], "figures", "open pyplot figures",
+                                      rule="TLL005"))
+    for name in track_types:
+        growth = rate(samples, phase, warmup, lambda s, n=name: s.instances.get(n, 0))
+        if _grows(growth, 0.5):
+            findings.append(GrowthFinding("instances", growth, "instances", f"live `{name}` instances"))
+    memory = per_step["heap"] if per_step["heap"] is not None else per_step["rss"]
+    # The watch's own records grow by a few KiB per sample: unexplained memory needs more.
+    if not findings and _grows(memory, UNEXPLAINED_MEMORY_FLOOR):
+        findings.append(GrowthFinding("memory", memory, "bytes",
+                                      "process memory (no tensor, graph, list or figure accounts for it)"))
+    return findings
+
+
+def _attributed(kind: str, rate: float, unit: str, what: str, site: Optional[Site]) -> GrowthFinding:
+    finding = GrowthFinding(kind, rate, unit, what, site=site, line=source_line(site))
+    match = rule_for(site, kind)
+    if match:
+        finding.rule, finding.rule_line = match
+    return finding
