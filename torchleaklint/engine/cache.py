@@ -80,6 +80,7 @@ class Cache:
         self.path = self.folder / f"cache-{tool_fingerprint()[:20]}.pickle"
         self.entries: Dict[str, Entry] = {}
         self.warnings: List[str] = []
+        self.dirty = False  # anything to write back
 
     @classmethod
     def open(cls, folder: Optional[Path] = None) -> "Cache":
@@ -104,7 +105,9 @@ class Cache:
         self.entries = data["entries"]
 
     def save(self) -> Optional[str]:
-        """Write the cache atomically; a one-line problem, or None."""
+        """Write the cache atomically (when something changed); a one-line problem, or None."""
+        if not self.dirty and self.path.exists():
+            return None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             for name, text in (("CACHEDIR.TAG", _CACHEDIR_TAG), (".gitignore", "*\n")):

@@ -44,6 +44,13 @@ def digest(value) -> str:
     return hashlib.blake2b(canonical(value).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
+def answer_digest(answer) -> str:
+    """Digest of a lookup's answer: lists in their (file) order, sets sorted. ``repr`` of
+    lists, tuples, strings and dataclasses of strings is the same in every process."""
+    text = repr(sorted(answer)) if isinstance(answer, (set, frozenset)) else repr(answer)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
 @dataclass
 class Dependencies:
     """What one file's lint consulted about other files (module names and query answers)."""
@@ -160,7 +167,7 @@ class RecordingProjectIndex(ProjectIndex):
             key = (kind, str(arg))
             found = self._query_digests.get(key)
             if found is None:
-                found = self._query_digests[key] = digest(answer)
+                found = self._query_digests[key] = answer_digest(answer)
             self.recording.queries[key] = found
         return answer
 
@@ -215,6 +222,6 @@ class RecordingProjectIndex(ProjectIndex):
             return ABSENT + kind  # an unknown lookup never matches: re-lint
         saved, self.recording = self.recording, None
         try:
-            return digest(getattr(self, kind)(arg))
+            return answer_digest(getattr(self, kind)(arg))
         finally:
             self.recording = saved

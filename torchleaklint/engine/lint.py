@@ -8,6 +8,7 @@ import os
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -38,18 +39,28 @@ class FileResult:
 def module_name_for(path: Union[str, Path]) -> Tuple[str, str]:
     """(dotted module name, package) from the file's position among ``__init__.py`` folders."""
     p = Path(path)
-    parts = [] if p.stem == "__init__" else [p.stem]
-    folder = p.parent
-    while (folder / "__init__.py").is_file() and folder.name:
-        parts.insert(0, folder.name)
-        if folder.parent == folder:
-            break
-        folder = folder.parent
+    parts = list(_package_parts(str(p.parent)))
+    if p.stem != "__init__":
+        parts.append(p.stem)
     if not parts:
         parts = [p.parent.name or "__init__"]
     module = ".".join(parts)
     package = module if p.stem == "__init__" else module.rpartition(".")[0]
     return module, package
+
+
+@lru_cache(maxsize=4096)
+def _package_parts(folder_name: str) -> Tuple[str, ...]:
+    """The dotted package a folder is (its chain of ``__init__.py`` folders), once per folder
+    and run (cleared when a session starts)."""
+    folder = Path(folder_name)
+    parts: List[str] = []
+    while (folder / "__init__.py").is_file() and folder.name:
+        parts.insert(0, folder.name)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return tuple(parts)
 
 
 def parse_error(path: str, message: str, line: int, col: int) -> Diagnostic:
@@ -108,6 +119,7 @@ class LintSession:
     PARSED_MODULES_KEPT = 32
 
     def __init__(self, settings: Settings, record_dependencies: bool = False, prefilter: bool = True) -> None:
+        _package_parts.cache_clear()  # folders may have gained or lost an __init__.py since
         self.settings = settings
         enabled = settings.enabled_codes()
         self.rules = [cls() for cls in ALL_RULES if cls.code in enabled]

@@ -22,7 +22,7 @@ from ..config import Settings
 from ..diagnostics import Diagnostic
 from .cache import Cache, Entry, StoredDependencies, content_hash
 from .deps import ABSENT, Dependencies, canonical, digest
-from .lint import LintSession, module_name_for, source_from_bytes, symbol_table
+from .lint import LintSession, _package_parts, module_name_for, source_from_bytes, symbol_table
 from .prefilter import trigger_words
 
 SMALL_BATCH = 8  # fewer files than this are not worth starting workers for
@@ -107,6 +107,7 @@ def check_files(files: Sequence[str], settings: Settings, jobs: int = 1, cache: 
                 prefilter: bool = True) -> Iterator[CheckedFile]:
     """Lint ``files`` as one project; yields one :class:`CheckedFile` per file, in order."""
     global _SESSION
+    _package_parts.cache_clear()
     entries = cache.entries if cache is not None else {}
     keys = [os.path.abspath(p) for p in files]
 
@@ -138,6 +139,7 @@ def check_files(files: Sequence[str], settings: Settings, jobs: int = 1, cache: 
         current[key] = entry
         if cache is not None:
             entries[key] = entry
+            cache.dirty = True
 
     session = LintSession(settings, record_dependencies=cache is not None, prefilter=prefilter)
     for path, key in zip(files, keys):
@@ -201,6 +203,7 @@ def check_files(files: Sequence[str], settings: Settings, jobs: int = 1, cache: 
                 entry.result_key = result_key(path)
                 entry.diagnostics = tuple(diagnostics)
                 entry.dependencies = _stored(deps, session, hash_of)
+                cache.dirty = True
             yield CheckedFile(path, list(diagnostics), list(internal_errors))
     finally:
         _SESSION = None
