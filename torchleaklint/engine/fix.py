@@ -12,7 +12,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
-import libcst
 
 from ..diagnostics import Diagnostic, Fix
 from .source import SourceText
@@ -69,6 +68,8 @@ def parses(text: str) -> Optional[str]:
             ast.parse(text)
     except SyntaxError as exc:
         return f"SyntaxError: {exc.msg} (line {exc.lineno})"
+    import libcst  # here, not at the top: checking without fixing never needs it (0.25 s to import)
+
     try:
         libcst.parse_module(text)
     except libcst.ParserSyntaxError as exc:
