@@ -196,10 +196,11 @@ class CudaCounters:
 class Sampler:
     """Takes one ``Sample`` per step; ``begin()`` marks where the first step starts."""
 
-    def __init__(self, device: str = "cpu", full_collection: bool = False) -> None:
+    def __init__(self, device: str = "cpu", full_collection_every: int = 0) -> None:
         self.cuda = CudaCounters(device) if str(device).startswith("cuda") else None
         self.step_index = 0
-        self.full_collection = full_collection
+        self.samples_taken = 0
+        self.full_collection_every = full_collection_every
 
     def begin(self) -> None:
         gc.collect()
@@ -212,10 +213,12 @@ class Sampler:
         """One sample; ``census(objects, tensors)`` may look at the same object scan."""
         self.step_index += 1
         # Garbage cycles would make every count depend on when the collector last ran. The
-        # young generations hold a step's garbage; a full pass (~0.1 s with torch loaded) also
-        # frees the rare cycle that reached the oldest generation, which a watcher of an
-        # arbitrary program needs and a run of a known reproduction does not.
-        gc.collect() if self.full_collection else gc.collect(1)
+        # young generations hold a step's garbage; a full pass (~0.1-0.5 s with torch loaded)
+        # also frees the rare cycle that reached the oldest generation, which a watcher of an
+        # arbitrary program does now and then, and a run of a known reproduction never needs.
+        every = self.full_collection_every
+        gc.collect() if every and self.samples_taken % every == 0 else gc.collect(1)
+        self.samples_taken += 1
         # Memory first: the census below allocates a list of every tracked object.
         heap, resident, peak = heap_in_use(), rss(), peak_rss()
         objects = gc.get_objects()

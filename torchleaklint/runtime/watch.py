@@ -26,6 +26,7 @@ from ..harness.probes import Sampler
 from .trend import WatchReport, WatchSample, phase_trend
 
 LONG_LIST = 8  # lists shorter than this are not followed
+FULL_COLLECTION_EVERY = 10  # samples; the others collect the young generations only
 
 
 class Watch:
@@ -54,6 +55,7 @@ class Watch:
         # Lists that grew since the previous sample, held until the next one so that the
         # report can name them (an id alone may be reused once a list dies).
         self._growing_lists: dict = {}
+        self._list_lengths: dict = {}  # id -> length of every long list at the last sample
         self._list_names: dict = {}  # id -> (description, append site), named while sampling
         self._tracer = None
 
@@ -62,7 +64,7 @@ class Watch:
         import torch
 
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self._sampler = Sampler(device, full_collection=True)
+        self._sampler = Sampler(device, full_collection_every=FULL_COLLECTION_EVERY)
         if self.trace_sites is True:
             self._start_tracing()
         self._sampler.begin()
@@ -140,17 +142,28 @@ class Watch:
                         site = tensor_site(tensor)
                         count, size = record.tensors_by_site.get(site, (0, 0))
                         record.tensors_by_site[site] = (count + 1, size + _nbytes(tensor))
-            wanted = set(self.track_types)
-            previous = self.samples[-1].lists if self.samples else {}
-            growing = {}
-            for obj in objects:
-                kind = type(obj)
-                if kind is list and len(obj) >= LONG_LIST and id(obj) != own:
-                    record.lists[id(obj)] = len(obj)
-                    if len(obj) > previous.get(id(obj), len(obj)) and len(growing) < 64:
-                        growing[id(obj)] = obj
-                elif wanted and kind.__name__ in wanted:
-                    record.instances[kind.__name__] = record.instances.get(kind.__name__, 0) + 1
+            # Every long list's length is kept until the next sample only; a record keeps the
+            # lists that grew, and those it already followed, so that the watch's own memory
+            # does not grow with the number of lists in the process.
+            previous = self._list_lengths
+            followed = self.samples[-1].lists if self.samples else {}
+            lengths, growing = {}, {}
+            for obj in [o for o in objects if type(o) is list and len(o) >= LONG_LIST]:
+                key = id(obj)
+                if key == own:
+                    continue
+                lengths[key] = len(obj)
+                if len(obj) > previous.get(key, len(obj)) and len(growing) < 64:
+                    growing[key] = obj
+                if key in growing or key in followed:
+                    record.lists[key] = len(obj)
+            self._list_lengths = lengths
+            if self.track_types:
+                wanted = set(self.track_types)
+                for obj in objects:
+                    name = type(obj).__name__
+                    if name in wanted:
+                        record.instances[name] = record.instances.get(name, 0) + 1
             self._growing_lists = growing
             if growing:
                 import sys
