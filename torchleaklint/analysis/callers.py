@@ -63,13 +63,16 @@ def _layer_input(analysis, scope: Scope, param: str):
         return None
     if has_known_callers(analysis, scope):
         return None
-    built_in = [caller for _, caller, _ in project.call_sites(scope.class_name)]
-    if not built_in or not all(c.endswith(".__init__") for c in built_in):
+    # Instances never called by a name of their own reach ``forward`` only through the
+    # modules they are composed into (``nn.Sequential(conv, MyNorm(d))``, a ModuleList, a
+    # parent's ``__init__``), which feed it the output of the layers before it.
+    built_in = [caller for _, caller, off in project.call_sites(scope.class_name) if not off]
+    if not built_in:
         return None
     from .graph import CONVENTION, Evidence
 
-    return Evidence(f"`{param}` is the input of `{scope.class_name}.forward`, a layer built inside other "
-                    f"modules ({built_in[0]})", scope.node.lineno, strength=CONVENTION)
+    return Evidence(f"`{param}` is the input of `{scope.class_name}.forward`, a layer composed into other "
+                    f"modules (built in {built_in[0]})", scope.node.lineno, strength=CONVENTION)
 
 
 def _call_names(project, scope: Scope):

@@ -112,8 +112,16 @@ def disposal(analysis, scope: Scope, names: List[str], after) -> Optional[str]:
     if not _finished_with(analysis, scope, begin):
         # Drawn but never saved or logged here: a plotting helper that leaves the figure
         # for its caller to show or save (pyplot's current-figure style).
-        return "left for the caller to show or save"
+        return LEFT_FOR_CALLER
     return None
+
+
+LEFT_FOR_CALLER = "left for the caller to show or save"
+
+
+def finished_with(analysis, scope: Scope) -> bool:
+    """Does the function save or log the figures it makes?"""
+    return _finished_with(analysis, scope, (0, 0))
 
 
 FINISHING_CALLS = frozenset({"savefig", "log_figure", "add_figure", "print_figure", "buffer_rgba",

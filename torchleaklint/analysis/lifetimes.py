@@ -63,6 +63,10 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
             return None
         return Escape(f"`{key}` is state of `{root}` and outlives the {'iteration' if loop else 'call'}", loop)
     defs = [d for d in scope.defs_of(key) if d not in own_defs]
+    if not defs and loop is None:
+        repeated = _enclosing_container(analysis, scope, key)
+        if repeated is not None:
+            return repeated
     if not defs:
         if scope.is_function and key in _module_names(analysis) and key not in scope.params:
             module_defs = index.module_scope.defs_of(key)
@@ -119,6 +123,34 @@ def _reset_in(analysis, scope: Scope, key: str, stmt, loop, own_defs, any_reset:
         if every_iteration(analysis, other, loop):
             return True
     return False
+
+
+def _enclosing_container(analysis, scope: Scope, key: str) -> Optional[Escape]:
+    """A nested function (an optimizer closure, a callback) that writes to a container of
+    the enclosing function, and runs on every iteration of a loop there: passed as an
+    argument (``optimizer.step(closure)``) or called in it. The container is created before
+    that loop and collects one value per call."""
+    parent = scope.parent
+    if not scope.is_function or parent is None or not parent.is_function or scope.class_name:
+        return None
+    created = [d for d in parent.defs_of(key) if d.kind == "assign"]
+    if not created or len(created) != len(parent.defs_of(key)):
+        return None
+    index = analysis.index
+    for call, stmt in parent.calls:
+        passed = any(isinstance(a, ast.Name) and a.id == scope.name for a in call.args) or (
+            isinstance(call.func, ast.Name) and call.func.id == scope.name)
+        ctx = index.ctx(stmt)
+        if not passed or ctx is None or not ctx.loops:
+            continue
+        loop = ctx.loops[-1]
+        if any(contains(loop, d.stmt) for d in created):
+            continue  # re-created in the loop that runs the function
+        if _reset_in(analysis, parent, key, stmt, loop, ()):
+            continue
+        return Escape(f"`{key}` is created in `{parent.name}` (line {created[0].stmt.lineno}) and collects a value "
+                      f"on every call of `{scope.name}`, which runs in the loop at line {loop.lineno}", None)
+    return None
 
 
 def every_iteration(analysis, stmt, loop) -> bool:

@@ -19,7 +19,10 @@ class GraphTensorStored(Rule):
     Finds tensors that carry an autograd graph being stored in a container that outlives
     the loop iteration (or the call, for `self.*` and module-level containers):
     `losses.append(loss)`, `history["loss"].append(loss)`, `outputs[i] = out`,
-    `hist += [loss]`, `seen.add(out)`.
+    `hist += [loss]`, `seen.add(out)`. A nested function that runs once per iteration of
+    its enclosing function's loop (an optimizer closure passed to `optimizer.step(closure)`)
+    and stores into that function's list counts too. A receiver built by a class we
+    cannot see (`metric = Accumulator(3)`; `metric.add(l)`) is not taken for a container.
 
     ## Why is this bad
     A tensor produced by a forward pass references its `grad_fn`, and through it the
@@ -155,6 +158,8 @@ for x in batches:
                     continue  # overwritten every iteration: at most one graph alive
                 if site.call is not None and graph.kinds.resolve_functions(site.call.func, scope, site.stmt):
                     continue  # ``metric.add(x)`` on a project class: its own method, judged by TLL002's summaries
+                if site.call is not None and _class_instance(analysis, scope, site):
+                    continue  # ``metric = Accumulator(4)``: a method of a class we cannot see, not a container
                 evidence = graph.carrying(site.value, site.stmt)
                 if evidence is None:
                     continue
@@ -167,7 +172,11 @@ for x in batches:
                 if not self._trains(analysis, scope, escape.loop):
                     continue  # no backward pass runs: a forward being built or evaluation (TLL009)
                 stores = [s.stmt for s in all_stores(analysis, scope) if s.container == site.container]
-                uses, why = classify_uses(analysis, scope, site.container, skip_stmts=stores, container=True)
+                owner = scope
+                if not scope.defs_of(site.container) and scope.parent is not None and \
+                        scope.parent.defs_of(site.container):
+                    owner = scope.parent  # a closure's container: its uses are in the enclosing function
+                uses, why = classify_uses(analysis, owner, site.container, skip_stmts=stores, container=True)
                 fix = build_fix(ctx, carrying_parts(ctx, site.value, site.stmt), uses, why)
                 value = " ".join(ctx.text_of(site.value).split())
                 if len(value) > 40:
@@ -193,3 +202,27 @@ for x in batches:
         project = analysis.project
         return (scope.name == "training_step" and scope.class_name is not None and project is not None
                 and project.is_lightning_class(analysis.index.module_name, scope.class_name))
+
+
+_CONTAINER_CLASSES = frozenset({"list", "dict", "set", "deque", "defaultdict", "OrderedDict", "Counter",
+                                "ChainMap", "SortedList", "UserList", "UserDict"})
+
+
+def _class_instance(analysis, scope, site) -> bool:
+    """Is the receiver of ``c.add(v)`` built by calling a class other than a builtin container
+    (``metric = d2l.Accumulator(4)``)? Its method may do anything with the value; a wrong guess
+    about which class it is (several project classes share the method name) is worse than none."""
+    if "." in site.container or not isinstance(site.target, ast.Name):
+        return False
+    defs = analysis.flow.reaching(scope, site.container, site.stmt)
+    if not defs:
+        return False
+    for d in defs:
+        value = d.value
+        if d.kind != "assign" or d.index is not None or not isinstance(value, ast.Call):
+            return False
+        name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+        if not name[:1].isupper() or name in _CONTAINER_CLASSES:
+            return False
+    return True
+

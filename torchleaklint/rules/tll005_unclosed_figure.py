@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ..analysis.figures import closed_by_callers, disposal, early_exit, figure_sites, pyplot_alias, returns_figure
+from ..analysis.figures import (LEFT_FOR_CALLER, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
+                                pyplot_alias, returns_figure)
 from ..analysis.module_index import enclosing_block, expr_keys
 from ..analysis.summaries import summary_for
 from ..diagnostics import SAFE, Edit, Fix
@@ -144,7 +145,10 @@ def plot(values, path):
             names = []
             if isinstance(stmt, ast.Assign):
                 names = sorted(set().union(*(expr_keys(t) for t in stmt.targets)))
-            if names and disposal(analysis, scope, names, stmt) is not None:
+            disposed = disposal(analysis, scope, names, stmt) if names else None
+            if disposed == LEFT_FOR_CALLER and finished_with(summary.analysis, summary.scope):
+                disposed = None  # the helper already saved it: nothing is left for a caller to do
+            if disposed is not None:
                 continue
             message = (f"`{ast.unparse(call.func)}()` returns a figure that this loop drops without closing; "
                        f"pyplot keeps it alive")

@@ -26,6 +26,9 @@ class EvalForwardWithGrad(Rule):
     forward passes with autograd recording and never calls `backward()`. Quiet when the
     forward runs under `torch.no_grad()`/`torch.inference_mode()`, the function is
     decorated with them, or every caller in the linted files runs it with grad disabled.
+    A forward may also be a project helper whose summary returns module outputs
+    (`out = self._forward(batch)`); a forward whose output is dropped at once
+    (`model(calibration_batch)`) keeps no graph and is not reported.
 
     ## Why is this bad
     With grad enabled, every forward pass saves its activations for a backward pass that
@@ -170,7 +173,19 @@ def evaluate(model, loader):
                 continue  # forwards before `.eval()` are training
             if isinstance(call.func, ast.Attribute) and call.func.attr.startswith(HELPER_METHOD_PREFIXES):
                 continue  # ``model.init_hidden(bsz)`` builds state; it is not a forward pass
+            if isinstance(stmt, ast.Expr) and stmt.value is call:
+                continue  # output dropped at once (calibration, ``embed(...)`` for side effects): no graph kept
             evidence = kinds.module_call(call, scope, stmt)
+            if evidence is None:
+                # A project helper that runs the forward itself (``out = self._forward(batch)``):
+                # its summary says what it returns; one that disables grad inside returns no graph.
+                summary = kinds.call_summary(call, scope, stmt, 0, oracle=analysis.graph)
+                evidence = None
+                if summary is not None and not summary.ambiguous and not any(
+                        _eval_mode_call(s.scope) or (s.scope.loops and
+                                                     EvalForwardWithGrad._named_evaluation(s.analysis, s.scope))
+                        for s in summary.summaries):
+                    evidence = summary.whole()  # an evaluation helper is reported on its own
             if evidence is not None:
                 return call, stmt, evidence
         return None
