@@ -1,7 +1,7 @@
 """Overhead of ``torchleaklint.watch`` on a small model's training step.
 
 ``python bench/watch_overhead.py [--steps 2000]`` times the same loop unwatched, watched with
-the default (budgeted) sampling, and watched with ``every=50``, interleaved in one run, and
+the default (budgeted) sampling, and watched with ``every=1000``, interleaved in one run, and
 prints milliseconds per step and the overhead ratios. Needs the ``harness`` extra.
 """
 
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    variants = {"unwatched": {"off": True}, "watch (default budget)": {}, "watch every=50": {"every": 50}}
+    variants = {"unwatched": {"off": True}, "watch (default budget)": {}, "watch every=1000": {"every": 1000}}
     results = {name: [] for name in variants}
     for _ in range(args.rounds):
         for name, options in variants.items():

@@ -43,6 +43,7 @@ class Watch:
         self._next_sample = 1
         self._last_sample = (0, 0.0)  # (step, time) when the previous sample ended
         self.sampling_seconds = 0.0
+        self.loop_seconds = 0.0  # time spent between samples, in the user's loop
         self.warmup = warmup
         self.track_types = tuple(track_types)
         self.trace_sites = trace_sites
@@ -110,12 +111,16 @@ class Watch:
         ended = time.perf_counter()
         cost = ended - started
         self.sampling_seconds += cost
+        last_step, last_time = self._last_sample
+        self.loop_seconds += started - last_time
         if self.every is not None:
             interval = self.every
         else:
-            last_step, last_time = self._last_sample
+            # The next sample comes when the loop's own time (sampling excluded) has grown
+            # enough that all sampling so far stays within the budget.
             step_time = max((started - last_time) / max(self.steps - last_step, 1), 1e-6)
-            interval = max(math.ceil(cost / (self.budget * step_time)), 1)
+            due = self.sampling_seconds / self.budget - self.loop_seconds
+            interval = max(math.ceil(due / step_time), 1)
         self._next_sample = self.steps + interval
         self._last_sample = (self.steps, ended)
         if self.trace_sites == "auto" and self._tracer is None and self._starts_growing():
