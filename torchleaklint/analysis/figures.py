@@ -190,3 +190,30 @@ def _reuses_named_figure(call: ast.Call, qual: str) -> bool:
         return True
     return any(k.arg == "num" and isinstance(k.value, ast.Constant) and k.value.value is not None
                for k in call.keywords)
+
+
+def run_once(analysis, scope: Scope) -> Optional[str]:
+    """Every call of the function in the linted files is a statement at module level
+    outside any loop (``run_comparison(...)`` at the bottom of a script): it makes its
+    figures once per process, which do not accumulate."""
+    project = analysis.project
+    if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
+        return None
+    sites = project.call_sites(scope.name)
+    if not sites or len(sites) > 4:
+        return None
+    for module, caller, _ in sites:
+        caller_analysis = project.analysis(module)
+        if caller_analysis is None:
+            return None
+        top = caller_analysis.index.module_scope
+        if caller != top.qualname:
+            return None  # called from a function, which may itself run many times
+        for call, stmt in top.calls:
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+            if name != scope.name:
+                continue
+            ctx = caller_analysis.index.ctx(stmt)
+            if ctx is None or ctx.loops:
+                return None
+    return f"`{scope.name}` is only called once, at module level"

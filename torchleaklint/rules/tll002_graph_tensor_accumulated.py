@@ -26,6 +26,10 @@ class GraphTensorAccumulated(Rule):
     `self.running += loss` — when the accumulator is not itself backpropagated later.
     Also through a helper: `meter.update(loss)` where `update` (in the same or another
     linted file) does `self.sum += val * n` — the AverageMeter pattern.
+    Not reported for a term added once per call to an attribute of an object the function
+    is handed (`trainer.loss += penalty` in a hook) when the project both backpropagates
+    that attribute and assigns it afresh outside constructors: the owner runs a
+    per-iteration loss.
 
     ## Why is this bad
     `total + loss` is a new node in the autograd graph whose inputs are the previous
@@ -170,7 +174,7 @@ print(total_loss / len(loader))
             return None  # a list: storing into it is TLL001's business
         own = [d for d in defs if self._accumulation(d.stmt) is not None and self._accumulation(d.stmt)[0] == key]
         escape = outlives_iteration(analysis, scope, stmt, key, own_defs=own)
-        if escape is None:
+        if escape is None or _owner_backpropagates_and_resets(analysis, scope, stmt, key):
             return None
         if legitimate_keep(analysis, scope, key, stmt, escape.loop) is not None:
             return None
@@ -237,6 +241,63 @@ print(total_loss / len(loader))
                      f"lifetime: {escape.text}"]
             return self.diagnostic(ctx, stmt, message, fix, notes)
         return None
+
+
+def _owner_backpropagates_and_resets(analysis, scope, stmt, key) -> bool:
+    """``strategy.loss += penalty`` in a hook, once per call, into an attribute of an
+    object the function was handed: the object's owner decides its lifetime. When the
+    project both backpropagates that attribute (``x.loss.backward()``) and assigns it
+    afresh outside constructors (``x.loss = new_empty()``), the owner is running a
+    per-iteration loss that the hook adds a term to, not a growing sum."""
+    root, _, attr = key.partition(".")
+    if not attr or "." in attr or root in ("self", "cls") or root not in scope.params:
+        return False
+    ctx = analysis.index.ctx(stmt)
+    if ctx is None or ctx.loops or any(d.kind != "param" for d in analysis.flow.reaching(scope, root, stmt)):
+        return False
+    project = analysis.project
+    if project is None:
+        return False
+    memo = project.__dict__.setdefault("_backprop_reset_memo", {})
+    if attr not in memo:
+        memo[attr] = _project_backprops_and_resets(project, attr)
+    return memo[attr]
+
+
+def _project_backprops_and_resets(project, attr) -> bool:
+    import re
+
+    assign = re.compile(r"\.%s\s*(?::[^=\n]*)?=(?!=)" % re.escape(attr))
+    backward = re.compile(r"\.%s\.backward\(" % re.escape(attr))
+    reset = backprop = False
+    for table in list(project.tables.values()):
+        try:
+            with open(table.path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        backprop = backprop or bool(backward.search(text))
+        if not reset and assign.search(text):
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError):
+                continue
+            reset = _assigned_outside_init(tree, attr)
+        if reset and backprop:
+            return True
+    return False
+
+
+def _assigned_outside_init(tree, attr) -> bool:
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or func.name in ("__init__", "__post_init__"):
+            continue
+        for node in ast.walk(func):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else []
+            if any(isinstance(t, ast.Attribute) and t.attr == attr for t in targets):
+                return True
+    return False
 
 
 def _sum_operands(expr) -> Optional[List[ast.AST]]:

@@ -33,6 +33,10 @@ class UnboundedHistory(Rule):
     level that a per-step method or function (`step`, `update`, `forward`, `log_*`,
     `on_*`, …) appends to on every call, and that is never cleared, popped, truncated
     (`del x[:n]`, `x = x[-n:]`), reassigned outside `__init__`, or length-checked.
+    Not reported when every growth adds only values not already in the list (`if k not in
+    self.keys`, `set(new) - set(self.keys)`): it is bounded by the distinct values; nor
+    for a private class whose every instance is built in a function (not a constructor)
+    and kept out of `self` and module globals: it lives for one call (one search, one fit).
     Reported on the list's creation.
 
     ## Why is this bad
@@ -163,9 +167,12 @@ class Agent:
             if self._bounded(analysis, key, creation):
                 continue
             owner = _owner_class(analysis.index.ctx(creation.stmt).scope) if "." in key else None
-            if owner and (_short_lived(analysis, owner) or _finalized(analysis, owner)):
+            if owner and (_short_lived(analysis, owner) or _built_per_call(analysis, owner)
+                          or _finalized(analysis, owner)):
                 continue
             scope, stmt = appender
+            if _deduplicated(analysis, key, scopes):
+                continue
             if _periodic(analysis, stmt) or _setup_only(analysis, scope) or _sibling_len_check(analysis, scope, key):
                 continue
             fix = self._fix(ctx, key, creation)
@@ -244,14 +251,21 @@ class Agent:
         return Fix(UNSAFE, f"Bound the history with `{ctor}(maxlen={maxlen})`", tuple(edits))
 
 
+def _constructors(analysis, class_name):
+    """(analysis, scope) of every function that builds the class, or None when some are
+    unknown."""
+    project = analysis.project
+    callers = project.callers(class_name) if project is not None else None
+    if callers is None or None in callers:
+        return None
+    return callers
+
+
 def _short_lived(analysis, class_name) -> bool:
     """Every construction of the class in the linted files makes a local object inside a
     loop iteration (``traj = Trajectory()`` per episode): its lists die with it."""
-    project = analysis.project
-    if project is None:
-        return False
-    callers = project.callers(class_name)
-    if callers is None or None in callers:
+    callers = _constructors(analysis, class_name)
+    if callers is None:
         return False
     for caller_analysis, scope in callers:
         for _, stmt in calls_named(scope, class_name):
@@ -260,6 +274,96 @@ def _short_lived(analysis, class_name) -> bool:
             if ctx is None or not ctx.loops or not local:
                 return False
     return True
+
+
+def _built_per_call(analysis, class_name) -> bool:
+    """A private class (``_RangeTestCallback``: every construction is in the project) whose every
+    construction is in a function other than a constructor, and whose instance is kept in
+    a local or handed on rather than stored on ``self`` or in a module global: each call of
+    that function builds a fresh object, so its lists live for one call (one search, one
+    fit), not for the process."""
+    callers = _constructors(analysis, class_name) if class_name[:1] == "_" and class_name[:2] != "__" else None
+    if callers is None:
+        return False
+    for _, scope in callers:
+        if not scope.is_function or scope.name in ("__init__", "__new__", "setup", "__post_init__"):
+            return False
+        glob = {n for node in ast.walk(scope.node) if isinstance(node, ast.Global) for n in node.names}
+        for _, stmt in calls_named(scope, class_name):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+                [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
+            for target in targets:
+                for node in ast.walk(target):
+                    path = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+                    if path and (path.split(".")[0] in ("self", "cls") or path in glob):
+                        return False
+    return True
+
+
+def _deduplicated(analysis, key, scopes) -> bool:
+    """Every growth of the list adds only values not already in it (``if k not in self.keys:
+    self.keys.append(k)``, ``self.keys.extend(set(new) - set(self.keys))``): the list is
+    bounded by the number of distinct values, not by the number of steps."""
+    attr = key.rsplit(".", 1)[-1]
+    found = False
+    for scope in scopes:
+        for stmt in scope.statements:
+            for site in store_in_stmt(stmt):
+                if site.container != key or site.how == "setitem":
+                    continue
+                found = True
+                if not (_guarded_not_in(analysis, stmt, key, attr)
+                        or _excludes_own(_resolve_local(scope, site.value, stmt), key, attr)):
+                    return False
+    return found
+
+
+def _guarded_not_in(analysis, stmt, key, attr) -> bool:
+    ctx = analysis.index.ctx(stmt)
+    for branch in (ctx.blocks if ctx else ()):
+        owner = getattr(branch, "owner", None)
+        if isinstance(owner, ast.If) and any(stmt is n for b in owner.body for n in ast.walk(b)):  # true arm
+            for node in ast.walk(owner.test):
+                if isinstance(node, ast.Compare) and any(isinstance(op, ast.NotIn) for op in node.ops) \
+                        and any(_mentions(c, key, attr) for c in node.comparators):
+                    return True
+    return False
+
+
+def _excludes_own(value, key, attr) -> bool:
+    """The value is a set difference against the list itself, or a comprehension filtered
+    by ``not in`` the list."""
+    if value is None:
+        return False
+    for node in ast.walk(value):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and _mentions(node.right, key, attr):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "difference" \
+                and any(_mentions(a, key, attr) for a in node.args):
+            return True
+        if isinstance(node, ast.comprehension) and any(
+                isinstance(c, ast.Compare) and any(isinstance(op, ast.NotIn) for op in c.ops)
+                and any(_mentions(x, key, attr) for x in c.comparators) for c in node.ifs):
+            return True
+    return False
+
+
+def _resolve_local(scope, value, stmt):
+    """A local name's value from its last plain assignment before ``stmt`` in the scope."""
+    if not isinstance(value, ast.Name):
+        return value
+    found = None
+    for other in scope.statements:
+        if other is stmt or getattr(other, "lineno", 0) > stmt.lineno:
+            break
+        if isinstance(other, ast.Assign) and len(other.targets) == 1 and isinstance(other.targets[0], ast.Name) \
+                and other.targets[0].id == value.id:
+            found = other.value
+    return found
+
+
+def _mentions(node, key, attr) -> bool:
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and _same(n, key, attr) for n in ast.walk(node))
 
 
 def _periodic(analysis, stmt) -> bool:

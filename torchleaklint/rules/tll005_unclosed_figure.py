@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.figures import (LEFT_FOR_CALLER, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
-                                pyplot_alias, returns_figure)
+                                pyplot_alias, returns_figure, run_once)
 from ..analysis.module_index import enclosing_block, expr_keys
 from ..analysis.summaries import summary_for
 from ..diagnostics import SAFE, Edit, Fix
@@ -21,6 +21,8 @@ class UnclosedFigure(Rule):
     (`plt.close(fig)`, `plt.close()`, `plt.close("all")`), shown, returned, stored or
     handed to other code. Also a helper that returns a figure and a caller in a loop that
     drops the figure without closing it.
+    Not reported for a function whose only calls are module-level statements outside
+    loops (a script's one chart): it makes its figure once per process.
 
     ## Why is this bad
     pyplot keeps a reference to every figure it creates until it is closed, whether or not
@@ -108,6 +110,8 @@ def plot(values, path):
                     sctx = index.ctx(site.stmt)
                     if not scope.is_function and not (sctx and sctx.loops):
                         continue  # one figure in a script is not a leak
+                    if not (sctx and sctx.loops) and run_once(analysis, scope):
+                        continue  # nor is one made by a function the script calls once
                     disposed = disposal(analysis, scope, site.names, site.stmt) or closed_by_callers(analysis, scope)
                     leaky_exit = early_exit(analysis, scope, site, disposed)
                     if disposed is not None and leaky_exit is None:

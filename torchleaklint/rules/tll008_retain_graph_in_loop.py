@@ -14,7 +14,11 @@ class RetainGraphInLoop(Rule):
     ## What it does
     Finds `backward(retain_graph=True)` inside a loop when no second backward pass (or
     `torch.autograd.grad`) uses the same graph later in that iteration. When the loop
-    carries state that links iterations' graphs (TLL007), the message names it.
+    carries state that links iterations' graphs (TLL007), the message names it. Not
+    reported when every backpropagated local is deleted later in the same iteration or
+    call (`del out`, on every path that runs the backward) without being stored,
+    aliased, returned or used with autograd recording first: the retained graph is
+    released there.
 
     ## Why is this bad
     `retain_graph=True` keeps the saved tensors of the graph after the backward pass. It is
@@ -107,7 +111,8 @@ for x, y in batches:
                 later = [other for other in scope.backward_sites
                          if other is not site and contains(outer, other.call)
                          and start_of(other.call) > start_of(site.call)]
-                if later or _graph_built_outside(analysis, scope, site, stmt, region):
+                if later or _graph_built_outside(analysis, scope, site, stmt, region) \
+                        or _released(analysis, scope, site, region):
                     continue
                 carried = [state for l in ctx_.loops for state in carried_states(analysis, scope, l)]
                 message = ("`backward(retain_graph=True)` in a loop with no later backward through the same graph "
@@ -135,6 +140,49 @@ def _called_in_loop(analysis, scope) -> bool:
             if ctx is not None and ctx.loops:
                 return True
     return False
+
+
+STORE_CALLS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "register_hook"})
+
+
+def _released(analysis, scope, site, region) -> bool:
+    """Every backpropagated local is deleted later in the same iteration or call (``del
+    output`` after ``output.backward(g, retain_graph=True)``, on every path that runs the
+    backward) and none was stored, aliased or returned before that: the retained graph loses its last reference there, so no
+    iteration's graph outlives the iteration."""
+    keys = [k for k in site.keys if "." not in k and k not in scope.params]
+    if not keys or len(keys) != len(site.keys):
+        return False
+    after = start_of(site.call)
+    where = analysis.index.ctx(site.stmt)
+    deleted_at = {}
+    for node in ast.walk(region):
+        ctx = analysis.index.ctx(node) if isinstance(node, ast.Delete) else None
+        if ctx is not None and start_of(node) > after and where is not None \
+                and tuple(ctx.blocks) == tuple(where.blocks)[:len(ctx.blocks)]:  # runs whenever the backward does
+            for target in node.targets:
+                for name in ([target] if isinstance(target, ast.Name) else getattr(target, "elts", [])):
+                    if isinstance(name, ast.Name) and name.id in keys:
+                        deleted_at.setdefault(name.id, start_of(node))
+    if set(deleted_at) != set(keys):
+        return False
+    last = max(deleted_at.values())
+    for node in ast.walk(region):
+        if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)) \
+                or not start_of(node) < last:
+            continue
+        value = node.value
+        if value is None or not any(isinstance(n, ast.Name) and n.id in keys for n in ast.walk(value)):
+            continue
+        ctx = analysis.index.ctx(node)
+        if isinstance(node, ast.Expr) and not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                                               and value.func.attr in STORE_CALLS):
+            continue  # used, not kept
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets) \
+                and not isinstance(value, ast.Name) and ctx is not None and ctx.grad_off:
+            continue  # a new local computed from it without recording a graph
+        return False  # stored, aliased, returned or computed with a graph: it may outlive the ``del``
+    return True
 
 
 def _retain_true(call) -> bool:
