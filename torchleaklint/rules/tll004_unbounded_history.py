@@ -36,7 +36,8 @@ class UnboundedHistory(Rule):
     Not reported when every growth adds only values not already in the list (`if k not in
     self.keys`, `set(new) - set(self.keys)`): it is bounded by the distinct values; nor
     for a private class whose every instance is built in a function (not a constructor)
-    and kept out of `self` and module globals: it lives for one call (one search, one fit).
+    and neither returned nor stored on `self` or in module globals: it lives for one call
+    (one search, one fit).
     Reported on the list's creation.
 
     ## Why is this bad
@@ -277,11 +278,11 @@ def _short_lived(analysis, class_name) -> bool:
 
 
 def _built_per_call(analysis, class_name) -> bool:
-    """A private class (``_RangeTestCallback``: every construction is in the project) whose every
-    construction is in a function other than a constructor, and whose instance is kept in
-    a local or handed on rather than stored on ``self`` or in a module global: each call of
-    that function builds a fresh object, so its lists live for one call (one search, one
-    fit), not for the process."""
+    """A private class (``_RangeTestCallback``: every construction is in the project)
+    whose every construction is in a function other than a constructor, and whose
+    instance is kept in a local or handed on rather than returned, stored on ``self`` or in
+    a module global: each call of that function builds a fresh object, so its lists live
+    for one call (one search, one fit), not for the process."""
     callers = _constructors(analysis, class_name) if class_name[:1] == "_" and class_name[:2] != "__" else None
     if callers is None:
         return False
@@ -290,14 +291,24 @@ def _built_per_call(analysis, class_name) -> bool:
             return False
         glob = {n for node in ast.walk(scope.node) if isinstance(node, ast.Global) for n in node.names}
         for _, stmt in calls_named(scope, class_name):
+            if isinstance(stmt, ast.Return) or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(stmt)):
+                return False  # a factory: the caller decides how long the object lives
             targets = stmt.targets if isinstance(stmt, ast.Assign) else \
                 [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if bound & _returned_names(scope.node):
+                return False  # built, then returned or yielded
             for target in targets:
                 for node in ast.walk(target):
                     path = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
                     if path and (path.split(".")[0] in ("self", "cls") or path in glob):
                         return False
     return True
+
+
+def _returned_names(func) -> set:
+    return {n.id for node in ast.walk(func) if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom))
+            and node.value is not None for n in ast.walk(node.value) if isinstance(n, ast.Name)}
 
 
 def _deduplicated(analysis, key, scopes) -> bool:
