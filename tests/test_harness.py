@@ -73,11 +73,15 @@ def _noop_fix(code, filename, settings, unsafe=None):
     return code + "\n# reviewed\n"
 
 
-def test_a_fix_that_does_not_fix_is_not_confirmed(monkeypatch):
+@pytest.mark.parametrize("code, reason", [
+    ("TLL002", "the fixed program still grows"),
+    ("TLL003", "the fix does not lower the peak per step"),  # a level, not a rate
+])
+def test_a_fix_that_does_not_fix_is_not_confirmed(monkeypatch, code, reason):
     monkeypatch.setattr(verify_module, "fix_source", _noop_fix)
-    (verdict,) = verify_module.verify(reproductions(["TLL002"]), steps=6, device="cpu", jobs=2)
+    (verdict,) = verify_module.verify(reproductions([code]), steps=6, device="cpu", jobs=2)
     assert not verdict.confirmed
-    assert verdict.reason.startswith("the fixed program still grows")
+    assert verdict.reason.startswith(reason)
 
 
 def test_a_fix_that_changes_results_is_not_confirmed(monkeypatch):

@@ -24,9 +24,12 @@ NOISE_FLOORS: Dict[str, float] = {
     "bytes": 16 * KIB,
 }
 # A transient peak (TLL003's deep copy) is a level, not a rate: the fixed program's peak
-# per step must drop by at least this fraction of the original's.
+# per step must drop by at least this fraction of the original's. The repro's copy is half
+# of its original peak (the clone's own weights are the other half); measured drops are
+# 48-53 %, so a quarter leaves room for page-level noise and still fails a fix that does
+# nothing.
 PEAK_FLOOR = 256 * KIB
-PEAK_DROP = 0.5
+PEAK_DROP = 0.25
 
 RESULT_RTOL = 1e-5
 RESULT_ATOL = 1e-7
