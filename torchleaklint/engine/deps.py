@@ -114,7 +114,11 @@ class RecordingProjectIndex(ProjectIndex):
     QUERIES = ("find_module", "functions_named", "call_sites", "instance_names")
 
     def __init__(self, loader=None, cache_size: int = 64) -> None:
-        super().__init__(loader=loader, cache_size=cache_size)
+        super().__init__(loader=self._load_tracked if loader is not None else None, cache_size=cache_size)
+        self._load_module = loader
+        # Analyses made for the file being linted (callees, callers, the file itself): they
+        # are released together when it ends (see ``ModuleAnalysis.release``).
+        self._made: list = []
         self.tables = _RecordingTables(self)
         self.recording: Optional[Dependencies] = None
         self._quiet = 0
@@ -144,6 +148,7 @@ class RecordingProjectIndex(ProjectIndex):
         self.memo.clear()
         self.in_progress.clear()
         self._cache = OrderedDict()
+        self._release_made()
         self._own_module = module
         self.recording = Dependencies() if record else None
 
@@ -151,10 +156,31 @@ class RecordingProjectIndex(ProjectIndex):
         deps, self.recording = self.recording, None
         self.memo.clear()
         self._cache = OrderedDict()
+        self._release_made()
         if deps is not None and self._own_module is not None:
             deps.tables.discard(self._own_module)
             deps.analyses.discard(self._own_module)
         return deps
+
+    def pin(self, module: str, analysis: object) -> None:
+        super().pin(module, analysis)
+        self._made.append(analysis)
+
+    def _load_tracked(self, module: str):
+        analysis = self._load_module(module)
+        if analysis is not None:
+            self._made.append(analysis)
+        return analysis
+
+    def _release_made(self) -> None:
+        """Break the analysis <-> oracle cycles of the finished file, so its analyses and
+        memos are freed at once by reference counting instead of by a full cyclic
+        collection (which the engine keeps rare: see :mod:`.collector`)."""
+        made, self._made = self._made, []
+        for analysis in made:
+            release = getattr(analysis, "release", None)
+            if release is not None:
+                release()
 
     # -- recorded lookups ------------------------------------------------------------------
     def _answer(self, kind: str, arg, fn):

@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ..config import Settings
 from ..diagnostics import Diagnostic
+from . import collector
 from .cache import Cache, Entry, StoredDependencies, content_hash
 from .deps import ABSENT, Dependencies, canonical, digest
 from .lint import LintSession, _package_parts, module_name_for, source_from_bytes, symbol_table
@@ -74,6 +75,7 @@ _SESSION: Optional[LintSession] = None
 
 def _init_pass2(settings: Settings, record: bool, registrations) -> None:
     global _SESSION
+    collector.tune()
     session = LintSession(settings, record_dependencies=record)
     for path, module, package, table, words in registrations:
         session._modules[path] = (module, package)
@@ -106,6 +108,12 @@ def _mapped(fn, items: Sequence, jobs: int, initializer=None, initargs=()) -> It
 def check_files(files: Sequence[str], settings: Settings, jobs: int = 1, cache: Optional[Cache] = None,
                 prefilter: bool = True) -> Iterator[CheckedFile]:
     """Lint ``files`` as one project; yields one :class:`CheckedFile` per file, in order."""
+    with collector.tuned_for_linting():
+        yield from _check_files(files, settings, jobs, cache, prefilter)
+
+
+def _check_files(files: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache],
+                 prefilter: bool) -> Iterator[CheckedFile]:
     global _SESSION
     _package_parts.cache_clear()
     entries = cache.entries if cache is not None else {}
@@ -126,7 +134,7 @@ def check_files(files: Sequence[str], settings: Settings, jobs: int = 1, cache: 
             current[key] = entry
         else:
             tasks.append((path, origin, entry.hash if entry is not None and entry.origin == origin else None))
-    for done in _mapped(_pass1, tasks, jobs):
+    for done in _mapped(_pass1, tasks, jobs, collector.tune):
         if done is None:
             continue
         path, stat, hash_, origin, table, words = done
