@@ -96,12 +96,46 @@ class Scope:
         return self.defs.get(key, [])
 
 
+# Fields that never hold a node the index asks about: identifiers, numbers and flags, and the
+# expression context (Load/Store/Del), a childless marker no fact is made of.
+_SKIPPED_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "module", "level", "kind",
+                             "type_comment", "conversion", "is_async", "simple"})
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {ast.Constant: ()}  # a constant's value is data
+_AST = ast.AST
+
+
+def walk_nodes(root: ast.AST) -> List[ast.AST]:
+    """The nodes ``ast.walk(root)`` yields, in the same breadth-first order, less the
+    expression contexts, as a list: about twice as fast (no generator per node, no look at
+    fields that hold names or numbers), and the index walks every statement."""
+    out = [root]
+    append = out.append
+    child_fields = _CHILD_FIELDS
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        cls = node.__class__
+        fields = child_fields.get(cls)
+        if fields is None:
+            fields = child_fields[cls] = tuple(f for f in cls._fields if f not in _SKIPPED_FIELDS)
+        for name in fields:
+            value = getattr(node, name, None)
+            if isinstance(value, _AST):
+                append(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, _AST):
+                        append(item)
+    return out
+
+
 def expr_keys(expr: Optional[ast.AST]) -> Set[str]:
     """Names and dotted paths an expression reads (``self.x`` gives ``self.x``)."""
     out: Set[str] = set()
     if expr is None:
         return out
-    for node in ast.walk(expr):
+    for node in walk_nodes(expr):
         if isinstance(node, ast.Name):
             out.add(node.id)
         elif isinstance(node, ast.Attribute):
@@ -362,7 +396,7 @@ class _Builder:
     def flow(self, scope: Scope, targets, value) -> None:
         sources = expr_keys(value)
         for target in targets:
-            for node in ast.walk(target):
+            for node in walk_nodes(target):
                 key = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
                 if key is not None and key != "self":
                     scope.deps.setdefault(key, set()).update(sources)
@@ -388,7 +422,7 @@ class _Builder:
 
     def expressions_of(self, root, scope: Scope, stmt) -> None:
         ix = self.ix
-        for node in ast.walk(root):
+        for node in walk_nodes(root):
             if isinstance(node, ast.Call):
                 scope.calls.append((node, stmt))
                 site = backward_site(node, ix.imports, stmt)
