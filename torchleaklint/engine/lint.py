@@ -116,7 +116,10 @@ class LintSession:
     findings never depend on which files were linted before it.
     """
 
-    PARSED_MODULES_KEPT = 32
+    # Parsed and indexed modules kept between files, for the next files' callees, callers
+    # and own lint, bounded by their source size: a tree and its index take about 40 bytes
+    # per character of source, so this keeps at most ~60 MB whatever the number of files.
+    PARSED_SOURCE_KEPT = 1_500_000  # characters
 
     def __init__(self, settings: Settings, record_dependencies: bool = False, prefilter: bool = True) -> None:
         _package_parts.cache_clear()  # folders may have gained or lost an __init__.py since
@@ -132,7 +135,9 @@ class LintSession:
         self.prefilter = prefilter
         self._words: Dict[str, frozenset] = {}  # module -> prefilter trigger words (pass 1)
         self._figure_helpers: Optional[FigureHelpers] = None
-        self._indexes: "OrderedDict[str, ModuleIndex]" = OrderedDict()  # module -> parsed and indexed
+        # module -> (text, its parsed index), least recently used first
+        self._indexes: "OrderedDict[str, Tuple[str, ModuleIndex]]" = OrderedDict()
+        self._indexed_size = 0
         self._paths: Dict[str, str] = {}  # module -> path
         self._texts: Dict[str, str] = {}  # module -> in-memory text (stdin, fixes in progress)
         self._modules: Dict[str, Tuple[str, str]] = {}  # path -> (module, package)
@@ -206,9 +211,10 @@ class LintSession:
         if path is None:
             return None
         package = self._modules[path][1]
-        index = self._indexes.get(module)
-        if index is not None:
+        kept = self._indexes.get(module)
+        if kept is not None:
             self._indexes.move_to_end(module)
+            index = kept[1]
             return ModuleAnalysis(index.tree, path, module, self.project, package, index=index)
         text = self._texts.get(module)
         if text is None:
@@ -220,14 +226,23 @@ class LintSession:
         if isinstance(tree, Diagnostic):
             return None
         analysis = ModuleAnalysis(tree, path, module, self.project, package)
-        self._keep_index(module, analysis.index)
+        self._keep_index(module, text, analysis.index)
         return analysis
 
-    def _keep_index(self, module: str, index: ModuleIndex) -> None:
-        self._indexes[module] = index
-        self._indexes.move_to_end(module)
-        if len(self._indexes) > self.PARSED_MODULES_KEPT:
-            self._indexes.popitem(last=False)
+    def _keep_index(self, module: str, text: str, index: ModuleIndex) -> None:
+        old = self._indexes.pop(module, None)
+        if old is not None:
+            self._indexed_size -= len(old[0])
+        self._indexes[module] = (text, index)
+        self._indexed_size += len(text)
+        while self._indexed_size > self.PARSED_SOURCE_KEPT and len(self._indexes) > 1:
+            dropped, _ = self._indexes.popitem(last=False)[1]
+            self._indexed_size -= len(dropped)
+
+    def _kept_index(self, module: str, text: str) -> Optional[ModuleIndex]:
+        """The index kept for ``module`` if it was made from exactly ``text``."""
+        kept = self._indexes.get(module)
+        return kept[1] if kept is not None and kept[0] == text else None
 
     # -- pass 2 -------------------------------------------------------------------------
     def lint_file(self, path: str) -> FileResult:
@@ -247,14 +262,19 @@ class LintSession:
         if not self.may_report(source.text, path):
             result.dependencies = self.project.end_file()
             return result
-        tree = parse_source(source, path)
-        if isinstance(tree, Diagnostic):
-            self.project.end_file()
-            result.diagnostics.append(tree)
-            return result
-        analysis = ModuleAnalysis(tree, path, module, self.project, package)
-        if module not in self._texts and self._paths.get(module) == path:
-            self._keep_index(module, analysis.index)  # the text on disk: callers may reuse it
+        on_disk = module not in self._texts and self._paths.get(module) == path
+        index = self._kept_index(module, source.text) if on_disk else None
+        if index is not None:  # parsed earlier for another file of this run
+            analysis = ModuleAnalysis(index.tree, path, module, self.project, package, index=index)
+        else:
+            tree = parse_source(source, path)
+            if isinstance(tree, Diagnostic):
+                self.project.end_file()
+                result.diagnostics.append(tree)
+                return result
+            analysis = ModuleAnalysis(tree, path, module, self.project, package)
+        if on_disk:
+            self._keep_index(module, source.text, analysis.index)  # callers may reuse it
         self.project.pin(module, analysis)
         try:
             directives = noqa_directives(source.text, source.lines)
@@ -309,7 +329,9 @@ class LintSession:
         """Make the project see ``text`` as the current content of ``path`` (during fixing)."""
         module, _ = self._module_of(path)
         self._texts[module] = text
-        self._indexes.pop(module, None)
+        old = self._indexes.pop(module, None)
+        if old is not None:
+            self._indexed_size -= len(old[0])
 
 
 def _dedupe(diags: List[Diagnostic]) -> List[Diagnostic]:
