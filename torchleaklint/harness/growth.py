@@ -15,6 +15,11 @@ from typing import Dict, List, Optional, Sequence
 
 KIB = 1024
 
+
+def kib(value: float) -> str:
+    """A signed byte amount in KiB, as every harness and watcher report prints it."""
+    return f"{value / KIB:+,.1f} KiB"
+
 # Smallest growth per step we call growth. Counts are exact; bytes include the Python
 # objects a step leaves behind (a float, a list slot), which stay far below 16 KiB/step.
 NOISE_FLOORS: Dict[str, float] = {

@@ -21,7 +21,7 @@ def _bytes_cell(verdict: RuleVerdict, variant: str) -> str:
         level = signals["peak"].level
         return "-" if level is None else f"peak {level / g.KIB:,.0f} KiB"
     per_step = signals["bytes"].per_step
-    return "-" if per_step is None else f"{per_step / g.KIB:+,.1f} KiB"
+    return "-" if per_step is None else g.kib(per_step)
 
 
 def _count_cell(verdict: RuleVerdict, variant: str) -> str:

@@ -144,10 +144,10 @@ def judge(repro: Reproduction, verdict: RuleVerdict, steps: int) -> None:
     if signal == "peak":
         level_before, level_after = before["peak"].level or 0.0, after["peak"].level or 0.0
         if level_before < g.PEAK_FLOOR:
-            verdict.reason = f"the original's peak per step is {_kib(level_before)} (floor {_kib(g.PEAK_FLOOR)})"
+            verdict.reason = f"the original's peak per step is {g.kib(level_before)} (floor {g.kib(g.PEAK_FLOOR)})"
             return
         if level_after > level_before * (1 - g.PEAK_DROP):
-            verdict.reason = f"the fix does not lower the peak per step: {_kib(level_before)} -> {_kib(level_after)}"
+            verdict.reason = f"the fix does not lower the peak per step: {g.kib(level_before)} -> {g.kib(level_after)}"
             return
     else:
         floor = g.NOISE_FLOORS[signal]
@@ -172,17 +172,13 @@ def describe(gr: g.Growth) -> str:
     if gr.per_step is None:
         return f"{gr.signal}: not measured"
     if gr.signal == "bytes" or gr.signal == "peak":
-        return f"{_kib(gr.per_step)}/step (N..2N: {_kib(gr.span or 0.0)}/step)"
+        return f"{g.kib(gr.per_step)}/step (N..2N: {g.kib(gr.span or 0.0)}/step)"
     return f"{gr.per_step:+.1f} {gr.signal}/step (N..2N: {gr.span or 0.0:+.1f})"
-
-
-def _kib(value: float) -> str:
-    return f"{value / g.KIB:+,.1f} KiB"
 
 
 def _floor(signal: str) -> str:
     value = g.NOISE_FLOORS[signal]
-    return f"{_kib(value)}/step" if signal == "bytes" else f"{value:g} {signal}/step"
+    return f"{g.kib(value)}/step" if signal == "bytes" else f"{value:g} {signal}/step"
 
 
 def verify(repros: Sequence[Reproduction], steps: int = 12, device: str = "cpu", timeout: float = 300.0,

@@ -7,14 +7,14 @@ from typing import Optional
 from rich.console import Console
 from rich.table import Table
 
-from ..harness.growth import KIB
+from ..harness.growth import KIB, kib
 from .trend import WatchReport
 
 
 def _rate(value: Optional[float], unit: str) -> str:
     if value is None:
         return "-"
-    return f"{value / KIB:+,.1f} KiB" if unit == "bytes" else f"{value:+.2f}"
+    return kib(value) if unit == "bytes" else f"{value:+.2f}"
 
 
 def print_report(report: WatchReport, console: Optional[Console] = None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..harness.growth import KIB, NOISE_FLOORS
+from ..harness.growth import KIB, NOISE_FLOORS, kib
 from .holders import Site, rule_for, source_line
 
 UNEXPLAINED_MEMORY_FLOOR = 64 * KIB
@@ -36,7 +36,7 @@ class GrowthFinding:
     rule_line: Optional[int] = None
 
     def message(self) -> str:
-        amount = f"{self.per_step / KIB:+,.1f} KiB" if self.unit == "bytes" else f"{self.per_step:+.1f} {self.unit}"
+        amount = kib(self.per_step) if self.unit == "bytes" else f"{self.per_step:+.1f} {self.unit}"
         text = f"{self.what} grows {amount}/step"
         if self.site is not None:
             where = f"{self.site[0]}:{self.site[1]}"
