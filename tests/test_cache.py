@@ -8,6 +8,7 @@ import pytest
 
 from torchleaklint.config import Settings
 from torchleaklint.engine.cache import Cache
+from torchleaklint.engine.snapshot import Snapshots
 from torchleaklint.runner import run
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "leaky_training"
@@ -93,12 +94,17 @@ def test_settings_change_does_not_reuse_findings(project, tmp_path):
     assert {d.code for d in only.diagnostics} == {"TLL002"}
 
 
+@pytest.mark.parametrize("damaged_file", ["per-file cache", "run snapshots"])
 @pytest.mark.parametrize("garbage", [b"", b"not a pickle at all", b"\x80\x04\x95garbage"])
-def test_garbage_cache_is_ignored_with_one_warning_and_rebuilt(project, tmp_path, garbage):
+def test_garbage_cache_is_ignored_with_one_warning_and_rebuilt(project, tmp_path, garbage, damaged_file):
     cold = check([project], tmp_path / "c")
-    cache_file = Cache(tmp_path / "c").path
-    assert cache_file.exists()
-    cache_file.write_bytes(garbage)
+    cache_file, snapshots = Cache(tmp_path / "c").path, Snapshots(tmp_path / "c").path
+    assert cache_file.exists() and snapshots.exists()  # the copied files are not new: no racy stat
+    if damaged_file == "per-file cache":
+        cache_file.write_bytes(garbage)
+        snapshots.unlink()  # else the run is answered without reading the per-file cache
+    else:
+        snapshots.write_bytes(garbage)
     damaged = check([project], tmp_path / "c")
     assert len(damaged.warnings) == 1 and "unreadable cache" in damaged.warnings[0]
     assert "\n" not in damaged.warnings[0]
@@ -127,9 +133,10 @@ def test_cli_clean_and_no_cache(cli, tmp_path):
     assert (tmp_path / ".torchleaklint_cache" / "CACHEDIR.TAG").exists()
     warm = cli("proj")
     assert warm.output == cold.output
-    (Cache(tmp_path / ".torchleaklint_cache").path).write_bytes(b"garbage")
+    for cache_file in (tmp_path / ".torchleaklint_cache").glob("*.pickle"):
+        cache_file.write_bytes(b"garbage")
     damaged = cli("proj")
-    assert "torchleaklint: warning: ignoring unreadable cache" in damaged.output
+    assert damaged.output.count("torchleaklint: warning: ignoring unreadable cache") == 2
     assert damaged.exit_code == 1
     cleaned = cli("clean")
     assert cleaned.exit_code == 0 and "Removed" in cleaned.output

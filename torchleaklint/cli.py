@@ -9,23 +9,19 @@ import os
 import sys
 
 import click
-from rich.console import Console
-from rich.markdown import Markdown
-from rich.table import Table
 
 from . import __version__
+from . import rules as registry
 from .config import ConfigError, SettingsResolver, parse_selectors
 from .engine.cache import CACHE_DIR_NAME, clean as clean_cache, default_cache_dir
 from .engine.discover import DiscoveryError
-from .engine.parallel import default_jobs
-from .engine.noqa import UNUSED_NOQA, UNUSED_NOQA_DOCS, UNUSED_NOQA_SUMMARY
-from .engine.notebook import NotebookSource
-from .engine.stdin import lint_code
-from .report import FORMATS, RENDERERS, TextReporter
-from .report.progress import progress_bar
-from .rules import ALL_RULES, RULES_BY_CODE
-from .runner import unified_diff
+from .engine.jobs import default_jobs
+from .report import FORMATS, RENDERERS, renderer
+from .report.text import PlainOutput, StyledOutput, TextReporter, wants_styles
 from .workspace import add_noqa_comments, excluded, plan, run_plan
+
+# Only what a check needs is imported here: the analysis, rich and the machine formats are
+# imported when they are used, so that a run answered by the cache starts quickly.
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -47,7 +43,9 @@ def _fail(message: str) -> "click.exceptions.Exit":
     return click.exceptions.Exit(EXIT_ERROR)
 
 
-def _console(no_color: bool, stderr: bool = False) -> Console:
+def _console(no_color: bool, stderr: bool = False):
+    from rich.console import Console
+
     no_color = no_color or bool(os.environ.get("NO_COLOR"))
     return Console(stderr=stderr, highlight=False, soft_wrap=True, no_color=no_color, emoji=False,
                    color_system=None if no_color else "auto")
@@ -114,6 +112,8 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
             click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''} in {files} "
                        f"file{'s' if files != 1 else ''}.", err=True)
             raise click.exceptions.Exit(EXIT_ERROR if problems else EXIT_OK)
+        from .report.progress import progress_bar
+
         with progress_bar(work.files, no_color or bool(os.environ.get("NO_COLOR")), enabled=not quiet) as progress:
             result = run_plan(work, fix=fix, diff=diff, progress=progress,
                               jobs=jobs or default_jobs(), cache=not no_cache)
@@ -125,7 +125,7 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
         for chunk in result.diffs:
             click.echo(chunk, nl=False)
     if output_format in RENDERERS:
-        _echo(RENDERERS[output_format](diags))
+        _echo(renderer(output_format)(diags))
     elif statistics:
         reporter.statistics(diags, _rule_names())
     elif not diff:
@@ -155,14 +155,15 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, output_
 
 
 def _rule_names() -> dict:
-    names = {code: rule.name for code, rule in RULES_BY_CODE.items()}
+    names = {code: rule.name for code, rule in registry.RULES_BY_CODE.items()}
     names.update({"TLL000": "parse-error", "TLL100": "unused-noqa"})
     return names
 
 
 def _reporter(output_format: str, no_color: bool, show_evidence: bool, show_fixes: bool, unsafe: bool,
               stderr: bool = False) -> TextReporter:
-    return TextReporter(_console(no_color, stderr=stderr), concise=output_format == "concise",
+    out = StyledOutput(_console(no_color, stderr=stderr)) if wants_styles(no_color, stderr) else PlainOutput(stderr=stderr)
+    return TextReporter(out, concise=output_format == "concise",
                         full=output_format == "full", show_evidence=show_evidence, show_fixes=show_fixes,
                         unsafe_fixes=unsafe)
 
@@ -183,6 +184,10 @@ def _check_stdin(name: str, resolver, fix: bool, diff: bool, output_format: str,
         if fix:
             out.write(data)
         return EXIT_OK
+    from .engine.stdin import lint_code
+    from .engine.notebook import NotebookSource
+    from .runner import unified_diff
+
     result = lint_code(data, name, settings, fix=fix or diff, unsafe=settings.unsafe_fixes, neighbours=True)
     changed = result.source is not None and result.text != result.source.text
     diags = result.diagnostics
@@ -198,7 +203,7 @@ def _check_stdin(name: str, resolver, fix: bool, diff: bool, output_format: str,
             _reporter("concise" if output_format in RENDERERS else output_format, no_color, show_evidence,
                       show_fixes, settings.unsafe_fixes, stderr=True).diagnostics(diags)
     elif output_format in RENDERERS:
-        _echo(RENDERERS[output_format](diags))
+        _echo(renderer(output_format)(diags))
     else:
         reporter = _reporter(output_format, no_color, show_evidence, show_fixes, settings.unsafe_fixes)
         reporter.diagnostics(diags)
@@ -224,15 +229,17 @@ def rules(output_format: str) -> None:
 
         click.echo(json.dumps([
             {"code": r.code, "name": r.name, "summary": r.summary, "fix": r.fix_availability}
-            for r in ALL_RULES
+            for r in registry.ALL_RULES
         ], indent=2))
         return
+    from rich.table import Table
+
     table = Table(title=None)
     table.add_column("Code")
     table.add_column("Name")
     table.add_column("Fix")
     table.add_column("Summary")
-    for rule in ALL_RULES:
+    for rule in registry.ALL_RULES:
         table.add_row(rule.code, rule.name, rule.fix_availability, rule.summary)
     _console(False).print(table)
 
@@ -252,7 +259,9 @@ def clean() -> None:
 @click.argument("code")
 def explain(code: str) -> None:
     """Show a rule's documentation."""
-    rule = RULES_BY_CODE.get(code.upper())
+    from .engine.noqa import UNUSED_NOQA, UNUSED_NOQA_DOCS, UNUSED_NOQA_SUMMARY
+
+    rule = registry.RULES_BY_CODE.get(code.upper())
     if rule is not None:
         text = f"# {rule.code} {rule.name}\n\n{rule.summary}.\n\n{rule.docs()}\n"
     elif code.upper() == UNUSED_NOQA:
@@ -261,6 +270,8 @@ def explain(code: str) -> None:
         raise _fail(f"unknown rule code '{code}' (see `torchleaklint rules`)")
     console = _console(False)
     if console.is_terminal:
+        from rich.markdown import Markdown
+
         console.print(Markdown(text))
     else:
         click.echo(text)

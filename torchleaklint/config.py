@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Set, Tuple
 
-from .engine.noqa import UNUSED_NOQA
-from .rules import ALL_RULES, PARSE_ERROR, RULES_BY_CODE
+from . import rules as registry
+from .rules import PARSE_ERROR, RULE_CODES, UNUSED_NOQA
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -57,7 +57,7 @@ class Settings:
         return codes
 
     def options_for(self, code: str) -> Dict[str, object]:
-        rule = RULES_BY_CODE[code]
+        rule = registry.RULES_BY_CODE[code]
         merged = dict(rule.default_options)
         merged.update(self.rule_options.get(code.lower(), {}))
         return merged
@@ -72,7 +72,7 @@ class Settings:
 
 
 def all_codes() -> Set[str]:
-    return {rule.code for rule in ALL_RULES}
+    return set(RULE_CODES)
 
 
 def expand_selector(selector: str) -> Set[str]:
@@ -211,7 +211,7 @@ def settings_from_table(table: Dict[str, object], origin: str) -> Settings:
     rule_options: Dict[str, Dict[str, object]] = {}
     for key, value in table.items():
         where = f"{origin}: [tool.torchleaklint] {key}"
-        if isinstance(value, dict) and key.upper() in RULES_BY_CODE:
+        if isinstance(value, dict) and key.upper() in RULE_CODES:
             rule_options[key.lower()] = _rule_options(key.upper(), value, where)
             continue
         if isinstance(value, dict) and re.fullmatch(r"tll\d{3}", key, re.IGNORECASE):
@@ -251,7 +251,7 @@ def settings_from_table(table: Dict[str, object], origin: str) -> Settings:
 
 
 def _rule_options(code: str, value: Dict[str, object], where: str) -> Dict[str, object]:
-    rule = RULES_BY_CODE[code]
+    rule = registry.RULES_BY_CODE[code]
     out = {}
     for option, setting in value.items():
         if option not in rule.default_options:

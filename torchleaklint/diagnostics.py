@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
+from .rules import PARSE_ERROR
+
 SAFE = "safe"
 UNSAFE = "unsafe"
 
@@ -54,3 +56,9 @@ class Diagnostic:
 
     def sort_key(self):
         return (self.path, self.cell or 0, self.start.line, self.start.col, self.code)
+
+
+def parse_error(path: str, message: str, line: int, col: int) -> Diagnostic:
+    """A TLL000 report: the file (or folder) could not be read, decoded or parsed."""
+    pos = Position(max(line, 1), max(col, 0))
+    return Diagnostic(PARSE_ERROR, message, path, pos, pos, noqa_line=0)

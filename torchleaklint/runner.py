@@ -11,12 +11,8 @@ from typing import Callable, Dict, List, Optional
 
 from .config import Settings
 from .diagnostics import Diagnostic
-from .engine.cache import Cache
 from .engine.discover import discover
 from .engine.fix import atomic_write, fix_source
-from .engine.lint import LintSession, parse_error, read_source
-from .engine.notebook import NotebookSource
-from .engine.parallel import check_files
 from .engine.source import SourceText
 
 
@@ -35,14 +31,19 @@ class RunResult:
 
 def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = False,
         unsafe: bool = False, progress: Optional[Callable[[str], None]] = None, jobs: int = 1,
-        cache: bool = False, cache_dir: Optional[str] = None) -> RunResult:
+        cache: bool = False, cache_dir: Optional[str] = None, discovered: bool = False) -> RunResult:
     """``progress(path)``, when given, is called as each file's turn comes. Checking (not
     fixing) runs over ``jobs`` processes and, with ``cache``, reuses the findings of files
-    whose text and cross-file facts did not change."""
+    whose text and cross-file facts did not change. ``discovered``: ``paths`` are the
+    files to lint, already discovered (and de-duplicated) by the caller."""
     unreadable: List[tuple] = []
-    files = discover(paths, settings.exclude + settings.extend_exclude, settings.respect_gitignore, unreadable)
+    files = list(paths) if discovered else discover(paths, settings.exclude + settings.extend_exclude,
+                                                    settings.respect_gitignore, unreadable)
     if not (fix or diff):
         return _check(files, unreadable, settings, progress, jobs, cache, cache_dir)
+    from .engine.lint import LintSession, parse_error, read_source
+    from .engine.notebook import NotebookSource
+
     session = LintSession(settings)
     for path in files:
         session.register(path)
@@ -86,23 +87,54 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
 
 def _check(files, unreadable, settings: Settings, progress, jobs: int, use_cache: bool,
            cache_dir: Optional[str]) -> RunResult:
+    from .diagnostics import parse_error
+
     result = RunResult(files=len(files))
     for folder, reason in unreadable:
         result.diagnostics.append(parse_error(folder, f"cannot read directory: {reason}", 1, 0))
+    snapshots = key = None
+    if use_cache:
+        from .engine.snapshot import RunKey, Snapshots
+
+        snapshots = Snapshots(Path(cache_dir) if cache_dir else None)
+        key = RunKey(files, settings)
+        found = snapshots.findings(key)
+        if found is not None:
+            for _, diags in found:
+                result.diagnostics.extend(diags)
+            result.cached_files = len(found)
+            return result
+        result.warnings.extend(snapshots.warnings)
+    per_file = _check_each(files, settings, progress, jobs, use_cache, cache_dir, result)
+    if snapshots is not None and not result.internal_errors:
+        problem = snapshots.record(key, per_file)
+        if problem is not None and problem not in result.warnings:
+            result.warnings.append(problem)
+    return result
+
+
+def _check_each(files, settings: Settings, progress, jobs: int, use_cache: bool, cache_dir: Optional[str],
+                result: RunResult) -> List[tuple]:
+    """Check every file through the per-file cache; (path, findings) per file."""
+    from .engine.cache import Cache
+    from .engine.parallel import check_files
+
+    per_file = []
     store = Cache.open(Path(cache_dir) if cache_dir else None) if use_cache else None
     if store is not None:
-        result.warnings.extend(store.warnings)
+        result.warnings.extend(w for w in store.warnings if w not in result.warnings)
     for checked in check_files(files, settings, jobs=jobs, cache=store):
         if progress is not None:
             progress(checked.path)
         result.diagnostics.extend(checked.diagnostics)
         result.internal_errors.extend(checked.internal_errors)
         result.cached_files += checked.cached
+        per_file.append((checked.path, checked.diagnostics))
     if store is not None:
         problem = store.save()
         if problem is not None:
             result.warnings.append(problem)
-    return result
+    return per_file
 
 
 def write_back(path: str, source: SourceText, text: str) -> Optional[str]:

@@ -12,12 +12,14 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .config import Settings, SettingsResolver
 from .diagnostics import Diagnostic
-from .engine.discover import DiscoveryError, discover
-from .runner import RunResult, run
+from .engine.discover import DiscoveryError, discover_keyed
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import RunResult
 
 
 @dataclass
@@ -54,8 +56,7 @@ def plan(paths: Sequence[str], resolver: SettingsResolver) -> Plan:
     unreadable: List[Tuple[str, str]] = []
     seen = set()
 
-    def add(settings: Settings, path: str) -> None:
-        key = os.path.realpath(path)
+    def add(settings: Settings, path: str, key: str) -> None:
         if key in seen:
             return
         seen.add(key)
@@ -71,28 +72,29 @@ def plan(paths: Sequence[str], resolver: SettingsResolver) -> Plan:
         if os.path.isdir(raw):
             if anchor.force_exclude and excluded(raw, anchor):
                 continue
-            for path in discover([raw], anchor.exclude + anchor.extend_exclude, anchor.respect_gitignore,
-                                 unreadable):
+            for path, key in discover_keyed([raw], anchor.exclude + anchor.extend_exclude,
+                                            anchor.respect_gitignore, unreadable):
                 own = resolver.for_path(path)
                 if own is not anchor and excluded(path, own):
                     continue
-                add(own, path)
+                add(own, path, key)
         elif not (anchor.force_exclude and excluded(raw, anchor)):
-            add(anchor, raw)
+            add(anchor, raw, os.path.realpath(raw))
     return Plan([groups[k] for k in order], unreadable)
 
 
 def run_plan(work: Plan, fix: bool = False, diff: bool = False,
              progress: Optional[Callable[[str], None]] = None, jobs: int = 1, cache: bool = False) -> RunResult:
     """One run per configuration; the results in discovery order."""
-    from .engine.lint import parse_error
+    from .diagnostics import parse_error
+    from .runner import RunResult, run
 
     total = RunResult()
     for folder, reason in work.unreadable:
         total.diagnostics.append(parse_error(folder, f"cannot read directory: {reason}", 1, 0))
     for settings, files in work.groups:
         part = run(files, settings, fix=fix, diff=diff, unsafe=settings.unsafe_fixes, progress=progress,
-                   jobs=jobs, cache=cache)
+                   jobs=jobs, cache=cache, discovered=True)
         total.warnings.extend(w for w in part.warnings if w not in total.warnings)
         total.cached_files += part.cached_files
         total.diagnostics.extend(part.diagnostics)

@@ -14,15 +14,15 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
 
 from .. import __version__
-from ..analysis.project import SymbolTable
 from ..diagnostics import Diagnostic
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..analysis.project import SymbolTable
 
 CACHE_DIR_NAME = ".torchleaklint_cache"
 FORMAT = 1
@@ -89,47 +89,67 @@ class Cache:
         return cache
 
     def _load(self) -> None:
-        try:
-            with open(self.path, "rb") as fh:
-                data = pickle.load(fh)
-        except FileNotFoundError:
+        data = read_pickle(self.path, self.warnings)
+        if data is None:
             return
-        except Exception as exc:  # any damage: truncated, foreign or garbage bytes
-            self.warnings.append(f"ignoring unreadable cache {self.path} ({type(exc).__name__}); rebuilding it")
-            return
-        if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("tool") == tool_fingerprint()
-                and isinstance(data.get("entries"), dict)
-                and all(isinstance(e, Entry) for e in data["entries"].values())):
+        entries = data.get("entries")
+        if not (isinstance(entries, dict) and all(isinstance(e, Entry) for e in entries.values())):
             self.warnings.append(f"ignoring unreadable cache {self.path} (unexpected content); rebuilding it")
             return
-        self.entries = data["entries"]
+        self.entries = entries
 
     def save(self) -> Optional[str]:
         """Write the cache atomically (when something changed); a one-line problem, or None."""
         if not self.dirty and self.path.exists():
             return None
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            for name, text in (("CACHEDIR.TAG", _CACHEDIR_TAG), (".gitignore", "*\n")):
-                marker = self.folder / name
-                if not marker.exists():
-                    marker.write_text(text)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".cache-", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    pickle.dump({"format": FORMAT, "tool": tool_fingerprint(), "entries": self.entries}, fh,
-                                protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, self.path)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
-            for old in self.folder.glob("cache-*.pickle"):
-                if old != self.path:
-                    old.unlink()  # written by another version of the tool
-        except OSError as exc:
-            return f"cannot write the cache in {self.folder}: {exc.strerror or exc}"
+        return write_pickle(self.path, {"format": FORMAT, "tool": tool_fingerprint(), "entries": self.entries})
+
+
+def read_pickle(path: Path, warnings: List[str]) -> Optional[dict]:
+    """A cache file's content, if it was written by this tool as it is now; a damaged file
+    adds a one-line warning."""
+    try:
+        with open(path, "rb") as fh:
+            data = pickle.load(fh)
+    except FileNotFoundError:
         return None
+    except Exception as exc:  # any damage: truncated, foreign or garbage bytes
+        warnings.append(f"ignoring unreadable cache {path} ({type(exc).__name__}); rebuilding it")
+        return None
+    if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("tool") == tool_fingerprint()):
+        warnings.append(f"ignoring unreadable cache {path} (unexpected content); rebuilding it")
+        return None
+    return data
+
+
+def write_pickle(path: Path, payload: dict) -> Optional[str]:
+    """Write one cache file atomically in its (tagged, git-ignored) folder and remove the
+    files of the same kind that other versions of the tool wrote; a one-line problem, or None."""
+    folder = path.parent
+    kind = path.name.partition("-")[0]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in (("CACHEDIR.TAG", _CACHEDIR_TAG), (".gitignore", "*\n")):
+            marker = folder / name
+            if not marker.exists():
+                marker.write_text(text)
+        import tempfile  # here: a run answered from the cache writes nothing
+
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cache-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        for old in folder.glob(f"{kind}-*.pickle"):
+            if old != path:
+                old.unlink()  # written by another version of the tool
+    except OSError as exc:
+        return f"cannot write the cache in {folder}: {exc.strerror or exc}"
+    return None
 
 
 def clean(folder: Optional[Path] = None) -> bool:
@@ -137,5 +157,7 @@ def clean(folder: Optional[Path] = None) -> bool:
     folder = Path(folder if folder is not None else default_cache_dir())
     if not folder.exists():
         return False
+    import shutil
+
     shutil.rmtree(folder)
     return True

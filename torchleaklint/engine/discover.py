@@ -3,12 +3,11 @@ what ``.gitignore`` ignores; files named on the command line are always linted."
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
-import subprocess
-from fnmatch import fnmatch
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 
 class DiscoveryError(Exception):
@@ -20,80 +19,91 @@ def discover(paths: Sequence[str], exclude: Sequence[str] = (), respect_gitignor
     """Files to lint. Symbolic links met while walking a folder are never followed (a
     linked file is linted where it really lives, if that is inside the tree). Folders
     that cannot be listed are appended to ``unreadable`` as (path, reason) when given."""
-    files: List[str] = []
+    return [path for path, _ in discover_keyed(paths, exclude, respect_gitignore, unreadable)]
+
+
+def discover_keyed(paths: Sequence[str], exclude: Sequence[str] = (), respect_gitignore: bool = True,
+                   unreadable: Optional[List[Tuple[str, str]]] = None) -> Iterator[Tuple[str, str]]:
+    """``discover``, with each file's real path (the key that tells two spellings apart)."""
     seen: Set[str] = set()
     for raw in paths:
         if not os.path.lexists(raw):
             raise DiscoveryError(f"{raw}: no such file or directory")
         if os.path.isdir(raw):
             allowed = _git_visible(raw) if respect_gitignore else None
-            for path in _walk(raw, exclude, allowed, respect_gitignore, unreadable):
-                key = os.path.realpath(path)
-                if key not in seen:
-                    seen.add(key)
-                    files.append(path)
+            found: Iterable[Tuple[str, str]] = _walk(raw, exclude, allowed, respect_gitignore, unreadable)
         else:
-            key = os.path.realpath(raw)
+            found = [(raw, os.path.realpath(raw))]
+        for path, key in found:
             if key not in seen:
                 seen.add(key)
-                files.append(raw)
-    return files
+                yield path, key
 
 
-def _excluded(name: str, rel: str, exclude: Sequence[str]) -> bool:
-    for pattern in exclude:
-        pattern = pattern.rstrip("/")
-        if fnmatch(name, pattern) or fnmatch(rel, pattern):
-            return True
-    return False
+def exclusion_matcher(exclude: Sequence[str]) -> Callable[[str], bool]:
+    """One regular expression for all ``exclude`` glob patterns (a trailing slash ignored)."""
+    patterns = [pattern.rstrip("/") for pattern in exclude]
+    if not patterns:
+        return lambda text: False
+    regex = re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(p))})" for p in patterns))
+    return lambda text: regex.match(os.path.normcase(text)) is not None
 
 
 def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respect_gitignore: bool,
-          unreadable: Optional[List[Tuple[str, str]]] = None) -> Iterable[str]:
+          unreadable: Optional[List[Tuple[str, str]]] = None) -> Iterator[Tuple[str, str]]:
+    """(path, real path) of the lintable files below ``root``: each folder's files in name
+    order, then its subfolders in name order. ``allowed`` holds the paths git shows,
+    relative to ``root``. Links are not followed, so a file's real path is its folder's
+    real path joined with its name."""
     ignores = _GitignoreStack() if (respect_gitignore and allowed is None) else None
-    visited: Set[str] = set()
+    matches = exclusion_matcher(exclude)
+    real_root = os.path.realpath(root)
 
-    def cannot_list(exc: OSError) -> None:
-        if unreadable is not None:
-            unreadable.append((exc.filename or root, exc.strerror or str(exc)))
-
-    for folder, dirs, names in os.walk(root, followlinks=False, onerror=cannot_list):
-        real = os.path.realpath(folder)
-        if real in visited:
-            dirs[:] = []
-            continue
-        visited.add(real)
+    def walk(folder: str, real: str, rel: str) -> Iterator[Tuple[str, str]]:
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            if unreadable is not None:
+                unreadable.append((exc.filename or folder, exc.strerror or str(exc)))
+            return
         if ignores is not None:
             ignores.enter(folder)
-        rel_folder = os.path.relpath(folder, root)
-        keep = []
-        for d in sorted(dirs):
-            rel = os.path.normpath(os.path.join(rel_folder, d)).replace(os.sep, "/")
-            full = os.path.join(folder, d)
-            if _excluded(d, rel, exclude) or os.path.islink(full):
+        subfolders = []
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
                 continue
-            if ignores is not None and ignores.ignored(full, is_dir=True):
+            if not is_dir and not name.endswith((".py", ".pyi", ".ipynb")):
                 continue
-            keep.append(d)
-        dirs[:] = keep
-        for name in sorted(names):
-            if not name.endswith((".py", ".pyi", ".ipynb")):
+            entry_rel = f"{rel}/{name}" if rel else name
+            if matches(name) or matches(entry_rel):
                 continue
             full = os.path.join(folder, name)
-            if os.path.islink(full):
+            if is_dir:
+                if ignores is None or not ignores.ignored(full, is_dir=True):
+                    subfolders.append((full, os.path.join(real, name), entry_rel))
                 continue
-            rel = os.path.normpath(os.path.join(rel_folder, name)).replace(os.sep, "/")
-            if _excluded(name, rel, exclude):
-                continue
-            if allowed is not None and os.path.realpath(full) not in allowed:
+            if allowed is not None and entry_rel not in allowed:
                 continue
             if ignores is not None and ignores.ignored(full, is_dir=False):
                 continue
-            yield full
+            yield full, os.path.join(real, name)
+        for sub in subfolders:
+            yield from walk(*sub)
+
+    yield from walk(root, real_root, "")
 
 
 def _git_visible(root: str) -> Optional[Set[str]]:
-    """Tracked and untracked-but-not-ignored files under ``root``, when it is in a git work tree."""
+    """Tracked and untracked-but-not-ignored files under ``root``, relative to it (with
+    ``/``), when it is in a git work tree."""
+    import subprocess  # here: only folders are asked about
+
     try:
         top = subprocess.run(["git", "-C", root, "rev-parse", "--show-toplevel"], capture_output=True,
                              text=True, timeout=20)
@@ -105,12 +115,7 @@ def _git_visible(root: str) -> Optional[Set[str]]:
             return None
     except (OSError, subprocess.SubprocessError):
         return None
-    base = os.path.realpath(root)
-    out = set()
-    for rel in listing.stdout.decode("utf-8", "surrogateescape").split("\0"):
-        if rel:
-            out.add(os.path.realpath(os.path.join(base, rel)))
-    return out
+    return {rel for rel in listing.stdout.decode("utf-8", "surrogateescape").split("\0") if rel}
 
 
 class _GitignoreStack:

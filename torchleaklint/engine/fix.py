@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import os
 import stat
-import tempfile
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -114,6 +113,8 @@ def atomic_write(path: str, data: bytes) -> None:
     """Write via a temporary file in the same folder and ``os.replace``; keep the mode
     (and the owner, where allowed). A reader, or a run killed at any moment, sees either
     the old bytes or the new ones, never a mix."""
+    import tempfile  # here: checking never writes
+
     folder = os.path.dirname(os.path.abspath(path))
     info = os.stat(path)
     fd, tmp = tempfile.mkstemp(prefix=".torchleaklint-", suffix=".tmp", dir=folder)

@@ -8,7 +8,6 @@ import os
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -16,10 +15,11 @@ from ..analysis.module import ModuleAnalysis
 from ..analysis.module_index import ModuleIndex
 from ..analysis.project import SymbolTable, module_symbols
 from ..config import Settings
-from ..diagnostics import Diagnostic, Position
+from ..diagnostics import Diagnostic, parse_error
 from ..rules import ALL_RULES, PARSE_ERROR
 from ..rules.base import RuleContext
 from .deps import Dependencies, RecordingProjectIndex
+from .modules import _package_parts, module_name_for
 from .noqa import UNUSED_NOQA, is_suppressed, noqa_directives, skips_file, unused_noqa
 from .notebook import NotebookSource, is_notebook
 from .prefilter import FigureHelpers, rules_that_may_fire, trigger_words
@@ -34,38 +34,6 @@ class FileResult:
     internal_errors: List[str] = field(default_factory=list)
     # The cross-file facts consulted (when the session records them, for the cache).
     dependencies: Optional[Dependencies] = None
-
-
-def module_name_for(path: Union[str, Path]) -> Tuple[str, str]:
-    """(dotted module name, package) from the file's position among ``__init__.py`` folders."""
-    p = Path(path)
-    parts = list(_package_parts(str(p.parent)))
-    if p.stem != "__init__":
-        parts.append(p.stem)
-    if not parts:
-        parts = [p.parent.name or "__init__"]
-    module = ".".join(parts)
-    package = module if p.stem == "__init__" else module.rpartition(".")[0]
-    return module, package
-
-
-@lru_cache(maxsize=4096)
-def _package_parts(folder_name: str) -> Tuple[str, ...]:
-    """The dotted package a folder is (its chain of ``__init__.py`` folders), once per folder
-    and run (cleared when a session starts)."""
-    folder = Path(folder_name)
-    parts: List[str] = []
-    while (folder / "__init__.py").is_file() and folder.name:
-        parts.insert(0, folder.name)
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    return tuple(parts)
-
-
-def parse_error(path: str, message: str, line: int, col: int) -> Diagnostic:
-    pos = Position(max(line, 1), max(col, 0))
-    return Diagnostic(PARSE_ERROR, message, path, pos, pos, noqa_line=0)
 
 
 def read_source(path: str) -> Union[SourceText, Diagnostic]:

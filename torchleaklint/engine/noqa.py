@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..diagnostics import SAFE, Diagnostic, Edit, Fix, Position
+from ..rules import UNUSED_NOQA
 
-UNUSED_NOQA = "TLL100"
 
 _NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 

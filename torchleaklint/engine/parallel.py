@@ -16,14 +16,16 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ..config import Settings
 from ..diagnostics import Diagnostic
 from . import collector
 from .cache import Cache, Entry, StoredDependencies, content_hash
-from .deps import ABSENT, Dependencies, canonical, digest
-from .lint import LintSession, _package_parts, module_name_for, source_from_bytes, symbol_table
+from .deps import ABSENT, Dependencies
+from .digests import canonical, digest
+from .lint import LintSession, source_from_bytes, symbol_table
+from .modules import _package_parts, module_name_for
 from .prefilter import trigger_words
 
 SMALL_BATCH = 8  # fewer files than this are not worth starting workers for
@@ -35,13 +37,6 @@ class CheckedFile:
     diagnostics: List[Diagnostic] = field(default_factory=list)
     internal_errors: List[str] = field(default_factory=list)
     cached: bool = False
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 # -- workers ----------------------------------------------------------------------------

@@ -7,10 +7,8 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..rules import ALL_RULES, RULES_BY_CODE
+from .. import rules as registry
 from . import missing_requirements
 
 EXIT_OK, EXIT_NOT_CONFIRMED, EXIT_ERROR = 0, 1, 2
@@ -25,13 +23,13 @@ def _codes(rules) -> list:
     codes = []
     for item in rules:
         for code in filter(None, (c.strip().upper() for c in item.split(","))):
-            rule = RULES_BY_CODE.get(code)
+            rule = registry.RULES_BY_CODE.get(code)
             if rule is None:
                 raise _fail(f"unknown rule code '{code}' (see `torchleaklint rules`)")
             if rule.repro is None:
                 raise _fail(f"{code} has no autofix, so there is nothing to verify")
             codes.append(code)
-    return codes or [r.code for r in ALL_RULES if r.repro]
+    return codes or [r.code for r in registry.ALL_RULES if r.repro]
 
 
 def _device(requested: str) -> str:
@@ -61,6 +59,9 @@ def verify(rules, steps, device, output_format, plot_dir, jobs, timeout) -> None
     if missing:
         raise _fail(f"verify needs the harness extra: pip install 'torchleaklint[harness]' "
                     f"(missing: {', '.join(missing)})")
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from .report import render_json, render_table, write_plots
     from .verify import child_runs, reproductions, verify as run_verify
 

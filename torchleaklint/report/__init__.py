@@ -1,27 +1,34 @@
-"""Reporters turn diagnostics into text; they never analyse."""
+"""Reporters turn diagnostics into text; they never analyse.
+
+Each machine format's module is imported when that format is asked for, so that a run
+printing plain text loads none of them.
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable, Dict, Iterable
 
 from ..diagnostics import Diagnostic
-from .github import render_github
-from .gitlab import render_gitlab
-from .json_format import render_json, render_json_lines
-from .junit import render_junit
-from .sarif import render_sarif
-from .text import TextReporter
 
 # Human formats are printed by TextReporter; machine formats are rendered whole.
 TEXT_FORMATS = ("text", "concise", "full")
-RENDERERS: Dict[str, Callable[[Iterable[Diagnostic]], str]] = {
-    "json": render_json,
-    "json-lines": render_json_lines,
-    "github": render_github,
-    "gitlab": render_gitlab,
-    "sarif": render_sarif,
-    "junit": render_junit,
+# format -> "module.function" in this package
+RENDERERS: Dict[str, str] = {
+    "json": "json_format.render_json",
+    "json-lines": "json_format.render_json_lines",
+    "github": "github.render_github",
+    "gitlab": "gitlab.render_gitlab",
+    "sarif": "sarif.render_sarif",
+    "junit": "junit.render_junit",
 }
 FORMATS = TEXT_FORMATS + tuple(RENDERERS)
 
-__all__ = ["FORMATS", "RENDERERS", "TEXT_FORMATS", "TextReporter", "render_json"]
+
+def renderer(output_format: str) -> Callable[[Iterable[Diagnostic]], str]:
+    """The function that renders a machine format (a key of ``RENDERERS``)."""
+    module_name, _, function = RENDERERS[output_format].rpartition(".")
+    return getattr(importlib.import_module(f"{__name__}.{module_name}"), function)
+
+
+__all__ = ["FORMATS", "RENDERERS", "TEXT_FORMATS", "renderer"]

@@ -7,9 +7,6 @@ import contextlib
 import sys
 from typing import Callable, Iterator, Optional
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 # Below this many files a run is quick enough that a bar would only flicker.
 MIN_FILES = 20
 
@@ -20,6 +17,9 @@ def progress_bar(total: int, no_color: bool, enabled: bool = True) -> Iterator[O
     if not enabled or total < MIN_FILES or not (hasattr(stream, "isatty") and stream.isatty()):
         yield None
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     console = Console(file=stream, no_color=no_color, highlight=False)
     columns = (TextColumn("Linting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[path]}", style="dim"))

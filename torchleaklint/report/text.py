@@ -1,17 +1,52 @@
 """Terminal output: one line per finding (ruff-style), optional evidence, fixes and source
-excerpts (``full``), a summary."""
+excerpts (``full``), a summary.
+
+Lines are written as parts with styles. On a colour terminal rich renders them; anywhere
+else (pipes, files, CI logs, ``--no-color``/``NO_COLOR``) the text is written as it is,
+which is what rich would print there, without importing rich.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
-from typing import Sequence
-
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from typing import Optional, Sequence, TextIO, Tuple, Union
 
 from ..diagnostics import Diagnostic
+
+Part = Union[str, Tuple[str, str]]  # text, or (text, rich style)
+
+
+class PlainOutput:
+    """Lines as plain text on a stream."""
+
+    def __init__(self, stream: Optional[TextIO] = None, stderr: bool = False) -> None:
+        self.stream = stream if stream is not None else (sys.stderr if stderr else sys.stdout)
+
+    def line(self, *parts: Part) -> None:
+        self.stream.write("".join(p if isinstance(p, str) else p[0] for p in parts) + "\n")
+
+
+class StyledOutput:
+    """Lines styled by rich, for a terminal."""
+
+    def __init__(self, console) -> None:
+        self.console = console
+
+    def line(self, *parts: Part) -> None:
+        from rich.text import Text
+
+        self.console.print(Text.assemble(*parts), highlight=False)
+
+
+def wants_styles(no_color: bool, stderr: bool = False) -> bool:
+    """Whether styles could show: a terminal (or FORCE_COLOR) and no request for plain text."""
+    if no_color or os.environ.get("NO_COLOR"):
+        return False
+    stream = sys.stderr if stderr else sys.stdout
+    isatty = getattr(stream, "isatty", None)
+    return bool(os.environ.get("FORCE_COLOR")) or bool(isatty and isatty())
 
 
 def display_path(path: str) -> str:
@@ -31,9 +66,9 @@ def location(d: Diagnostic) -> str:
 
 
 class TextReporter:
-    def __init__(self, console: Console, concise: bool = False, show_evidence: bool = False,
+    def __init__(self, out: Union[PlainOutput, StyledOutput], concise: bool = False, show_evidence: bool = False,
                  unsafe_fixes: bool = False, full: bool = False, show_fixes: bool = False) -> None:
-        self.console = console
+        self.out = out
         self.concise = concise
         self.show_evidence = show_evidence or full
         self.unsafe_fixes = unsafe_fixes
@@ -47,70 +82,65 @@ class TextReporter:
         return ""
 
     def diagnostics(self, diags: Sequence[Diagnostic]) -> None:
-        out = self.console
+        out = self.out
         for d in diags:
-            loc = location(d) + ":"
-            marker = self._fixable_marker(d)
-            out.print(f"[bold]{escape(loc)}[/bold] [bold red]{d.code}[/bold red] "
-                      f"[cyan]{escape(marker)}[/cyan]{escape(d.message)}", highlight=False)
+            out.line((location(d) + ":", "bold"), " ", (d.code, "bold red"), " ",
+                     (self._fixable_marker(d), "cyan"), d.message)
             if self.concise:
                 continue
             if self._excerpts is not None:
                 for line in self._excerpts.excerpt(d):
-                    out.print(escape(line), highlight=False)
+                    out.line(line)
             if self.show_evidence:
                 for note in d.evidence:
-                    out.print(f"    [dim]= {escape(note)}[/dim]", highlight=False)
+                    out.line(("    = " + note, "dim"))
             if self.show_fixes and d.fix is not None:
                 label = "fix" if (d.fix.is_safe or self.unsafe_fixes) else "unsafe fix, with --unsafe-fixes"
-                out.print(f"    [cyan]= {escape(label)}: {escape(d.fix.message)}[/cyan]", highlight=False)
+                out.line((f"    = {label}: {d.fix.message}", "cyan"))
             if self.full:
-                out.print("")
+                out.line("")
 
     def fixed(self, fixed_codes: dict, names: dict) -> None:
         """``--show-fixes`` after ``--fix``: what was fixed, per file and rule."""
         total = sum(sum(c.values()) for c in fixed_codes.values())
         if not total:
             return
-        out = self.console
-        out.print(f"Fixed {total} error{'s' if total != 1 else ''}:", highlight=False)
+        out = self.out
+        out.line(f"Fixed {total} error{'s' if total != 1 else ''}:")
         for path, codes in fixed_codes.items():
-            out.print(f"- {escape(display_path(path))}:", highlight=False)
+            out.line(f"- {display_path(path)}:")
             for code, count in sorted(codes.items()):
-                out.print(f"    {count} × {code} ({escape(names.get(code, ''))})", highlight=False)
+                out.line(f"    {count} × {code} ({names.get(code, '')})")
 
     def summary(self, remaining: Sequence[Diagnostic], fixed: int = 0) -> None:
-        out = self.console
+        out = self.out
         n = len(remaining)
         safe = sum(1 for d in remaining if d.fix is not None and (d.fix.is_safe or self.unsafe_fixes))
         hidden = sum(1 for d in remaining if d.fix is not None and not d.fix.is_safe and not self.unsafe_fixes)
         if n == 0:
             if fixed:
-                out.print(f"Found {fixed} error{'s' if fixed != 1 else ''} ({fixed} fixed, 0 remaining).")
+                out.line(f"Found {fixed} error{'s' if fixed != 1 else ''} ({fixed} fixed, 0 remaining).")
             else:
-                out.print("All checks passed!")
+                out.line("All checks passed!")
             return
         if fixed:
-            out.print(f"Found {n + fixed} errors ({fixed} fixed, {n} remaining).")
+            out.line(f"Found {n + fixed} errors ({fixed} fixed, {n} remaining).")
         else:
-            out.print(f"Found {n} error{'s' if n != 1 else ''}.")
+            out.line(f"Found {n} error{'s' if n != 1 else ''}.")
         if safe:
-            out.print(f"[cyan]{escape('[*]')}[/cyan] {safe} fixable with the `--fix` option"
-                      + (f" ({_hidden(hidden)} with the `--unsafe-fixes` option)." if hidden else "."),
-                      highlight=False)
+            out.line(("[*]", "cyan"), f" {safe} fixable with the `--fix` option"
+                     + (f" ({_hidden(hidden)} with the `--unsafe-fixes` option)." if hidden else "."))
         elif hidden:
-            out.print(f"No fixes available ({_hidden(hidden)} with the `--unsafe-fixes` option).",
-                      highlight=False)
+            out.line(f"No fixes available ({_hidden(hidden)} with the `--unsafe-fixes` option).")
 
     def statistics(self, diags: Sequence[Diagnostic], names: dict) -> None:
         counts = Counter(d.code for d in diags)
         fixable = Counter(d.code for d in diags if d.fix is not None and (d.fix.is_safe or self.unsafe_fixes))
-        table = Table(show_header=False, box=None, pad_edge=False)
-        for _ in range(4):
-            table.add_column()
-        for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            table.add_row(str(count), code, escape("[*]") if fixable[code] else "", names.get(code, "parse-error"))
-        self.console.print(table)
+        rows = [(str(count), code, "[*]" if fixable[code] else "", names.get(code, "parse-error"))
+                for code, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+        widths = [max((len(row[i]) for row in rows), default=0) for i in range(4)]
+        for row in rows:
+            self.out.line("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
 def _hidden(n: int) -> str:

@@ -1,32 +1,53 @@
-"""The rule registry: adding a rule is one module and one line here."""
+"""The rule registry: adding a rule is one module and one line here.
+
+Rule modules import the whole analysis, so they are imported on first use of
+``ALL_RULES`` or ``RULES_BY_CODE``, not when the registry is: a run whose findings all
+come from the cache, or a configuration check, needs only the codes.
+"""
 
 from __future__ import annotations
 
-from typing import Dict, List, Type
+import importlib
+from typing import TYPE_CHECKING, Dict, List, Type
 
-from .base import Rule
-from .tll001_graph_tensor_stored import GraphTensorStored
-from .tll002_graph_tensor_accumulated import GraphTensorAccumulated
-from .tll003_redundant_state_copy import RedundantStateCopy
-from .tll004_unbounded_history import UnboundedHistory
-from .tll005_unclosed_figure import UnclosedFigure
-from .tll006_running_stat_with_grad import RunningStatWithGrad
-from .tll007_graph_carried_across_iterations import GraphCarriedAcrossIterations
-from .tll008_retain_graph_in_loop import RetainGraphInLoop
-from .tll009_eval_forward_with_grad import EvalForwardWithGrad
+if TYPE_CHECKING:  # pragma: no cover
+    from .base import Rule
 
-ALL_RULES: List[Type[Rule]] = [
-    GraphTensorStored,
-    GraphTensorAccumulated,
-    RedundantStateCopy,
-    UnboundedHistory,
-    UnclosedFigure,
-    RunningStatWithGrad,
-    GraphCarriedAcrossIterations,
-    RetainGraphInLoop,
-    EvalForwardWithGrad,
-]
+# code -> "module.ClassName" (modules in this package)
+REGISTRY: Dict[str, str] = {
+    "TLL001": "tll001_graph_tensor_stored.GraphTensorStored",
+    "TLL002": "tll002_graph_tensor_accumulated.GraphTensorAccumulated",
+    "TLL003": "tll003_redundant_state_copy.RedundantStateCopy",
+    "TLL004": "tll004_unbounded_history.UnboundedHistory",
+    "TLL005": "tll005_unclosed_figure.UnclosedFigure",
+    "TLL006": "tll006_running_stat_with_grad.RunningStatWithGrad",
+    "TLL007": "tll007_graph_carried_across_iterations.GraphCarriedAcrossIterations",
+    "TLL008": "tll008_retain_graph_in_loop.RetainGraphInLoop",
+    "TLL009": "tll009_eval_forward_with_grad.EvalForwardWithGrad",
+}
 
+RULE_CODES = tuple(REGISTRY)
 PARSE_ERROR = "TLL000"
+UNUSED_NOQA = "TLL100"  # reported by the engine (engine/noqa.py), not by a rule module
 
-RULES_BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in ALL_RULES}
+ALL_RULES: List[Type["Rule"]]
+RULES_BY_CODE: Dict[str, Type["Rule"]]
+
+
+def _load() -> List[Type["Rule"]]:
+    rules = []
+    for code, target in REGISTRY.items():
+        module_name, _, class_name = target.rpartition(".")
+        rule = getattr(importlib.import_module(f"{__name__}.{module_name}"), class_name)
+        if rule.code != code:
+            raise ImportError(f"registry entry {code} names {target}, whose code is {rule.code}")
+        rules.append(rule)
+    return rules
+
+
+def __getattr__(name: str):
+    if name in ("ALL_RULES", "RULES_BY_CODE"):
+        rules = _load()
+        globals().update(ALL_RULES=rules, RULES_BY_CODE={rule.code: rule for rule in rules})
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,94 @@
+"""Whole-run snapshots: a check run whose every input is as it was last time is answered
+with last time's findings, without loading the per-file cache or any analysis.
+
+A run's findings are a function of the tool, its settings, the working directory (paths
+are reported as given) and the project: which files, their bytes and the module each is
+(its place among ``__init__.py`` folders). The snapshot key digests all of these, with
+each file's ``(mtime_ns, size, inode)`` standing for its bytes, as the per-file cache
+does. This is the common case of pre-commit and CI re-runs; a run with any difference
+goes through the per-file cache (:mod:`.cache`), which re-lints what depends on it.
+
+A file changed in the same clock tick as it was read could keep its stat (coarse
+file-system timestamps); like git's "racily clean" rule, a run in which some file was
+modified less than ``RACY_SECONDS`` before the run started records no snapshot.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..diagnostics import Diagnostic
+from .cache import FORMAT, default_cache_dir, read_pickle, tool_fingerprint, write_pickle
+from .digests import digest
+from .modules import _package_parts, module_name_for
+
+KEPT = 8  # snapshots kept (different path sets or settings), most recent first
+RACY_SECONDS = 2
+
+
+class RunKey:
+    """The digest of one run's inputs, taken before any file is read."""
+
+    def __init__(self, files: Sequence[str], settings) -> None:
+        self.started_ns = time.time_ns()
+        self.newest_mtime_ns = 0
+        self.value: Optional[str] = None  # None: a file could not be stat'ed; no snapshot
+        parts: List[object] = [os.getcwd(), settings]
+        _package_parts.cache_clear()  # folders may have gained or lost an __init__.py since
+        for path in files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return
+            self.newest_mtime_ns = max(self.newest_mtime_ns, st.st_mtime_ns)
+            parts.append((path, st.st_mtime_ns, st.st_size, st.st_ino, module_name_for(path)))
+        self.value = digest(parts)
+
+    @property
+    def racy(self) -> bool:
+        return self.newest_mtime_ns >= self.started_ns - RACY_SECONDS * 1_000_000_000
+
+
+class Snapshots:
+    """The last few runs' findings, in one small file beside the per-file cache."""
+
+    def __init__(self, folder: Optional[Path] = None) -> None:
+        folder = Path(folder if folder is not None else default_cache_dir())
+        self.path = folder / f"runs-{tool_fingerprint()[:20]}.pickle"
+        self.warnings: List[str] = []
+        self._runs: Optional[Dict[str, Tuple[Tuple[str, Tuple[Diagnostic, ...]], ...]]] = None
+
+    def _load(self) -> Dict[str, tuple]:
+        if self._runs is None:
+            data = read_pickle(self.path, self.warnings)
+            runs = data.get("runs") if data is not None else None
+            self._runs = runs if isinstance(runs, dict) else {}
+        return self._runs
+
+    def findings(self, key: RunKey) -> Optional[List[Tuple[str, List[Diagnostic]]]]:
+        """(path, findings) per file, in run order, when a run with this key was recorded."""
+        if key.value is None:
+            return None
+        found = self._load().get(key.value)
+        if found is None:
+            return None
+        return [(path, list(diags)) for path, diags in found]
+
+    def record(self, key: RunKey, per_file: List[Tuple[str, List[Diagnostic]]]) -> Optional[str]:
+        """Keep this run's findings for ``key``; a one-line problem, or None."""
+        if key.value is None or key.racy:
+            return None
+        runs = self._load()
+        stored = tuple((path, tuple(diags)) for path, diags in per_file)
+        if runs.get(key.value) == stored:
+            return None
+        newest = {key.value: stored}
+        for other, value in runs.items():
+            if len(newest) >= KEPT:
+                break
+            newest.setdefault(other, value)
+        self._runs = newest
+        return write_pickle(self.path, {"format": FORMAT, "tool": tool_fingerprint(), "runs": newest})
