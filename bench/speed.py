@@ -1,6 +1,6 @@
 """Side-by-side speed of torchleaklint, its peers and a bare libcst parse on real code.
 
-    python bench/speed.py [--corpus DIR] [--peers-venv DIR] [--jobs 2] [--runs 3]
+    python bench/speed.py [--corpus DIR] [--peers-venv DIR] [--tool-venv DIR] [--jobs 2] [--runs 3]
                           [--lines-per-package 6000] [--cache-lines-per-package 60000] [--smoke]
 
 The corpus is built from published wheels by ``bench/corpus.py`` (``--corpus`` or
@@ -8,11 +8,13 @@ The corpus is built from published wheels by ``bench/corpus.py`` (``--corpus`` o
 (the first files of each package of the main set, in sorted order, up to
 ``--lines-per-package`` lines each) is given to every tool. The peers, torch-preflight
 0.5.0 and TorchFix 0.7.0, are installed with pip into a separate virtual environment
-outside the repository (``--peers-venv``). Every tool runs with the same number of worker
-processes (``--jobs``); each measurement is the median wall time of ``--runs`` runs, and
-peak RSS is the largest resident set of any process of the run (``wait4``). The cold run
-and the bare parse are run in turn, run after run, so that a shared machine's load weighs
-on both alike.
+outside the repository (``--peers-venv``); torchleaklint is installed from this checkout
+the way users get it, a regular byte-compiled install in a virtual environment of its own
+(``--tool-venv``), whose libcst also runs the bare parse. Every tool runs with the same
+number of worker processes (``--jobs``); each measurement is the median wall time of
+``--runs`` runs, and peak RSS is the largest resident set of any process of the run
+(``wait4``). Runs whose ratio is a target (cold and bare parse; cold and warm) are made in
+turn, run after run, so that a shared machine's load weighs on them alike.
 
 Two tables. Against the peers (their speed bounds the slice: torch-preflight needs
 minutes for 80 k lines here): torchleaklint cold (``--no-cache``), a bare
@@ -40,6 +42,7 @@ from typing import Dict, List, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402  (bench/corpus.py)
 
+REPO = Path(__file__).resolve().parent.parent
 PEERS = {"torch-preflight": "torch-preflight==0.5.0", "torchfix": "torchfix==0.7.0"}
 
 # A bare parse with the same process count as the linters: the floor for a libcst tool.
@@ -107,17 +110,16 @@ def measure(tool: str, cmd: List[str], runs: int, env=None, cwd=None, before=Non
     return Measure(tool, " ".join(cmd), walls, rss)
 
 
-def measure_alternating(first: tuple, second: tuple, runs: int) -> List[Measure]:
-    """Two (tool, cmd, env) measured in turn, run after run, so that the load of a shared
-    machine weighs on both alike: their ratio is the one the targets are about."""
-    found = {first[0]: Measure(first[0], " ".join(first[1]), [], 0.0),
-             second[0]: Measure(second[0], " ".join(second[1]), [], 0.0)}
+def measure_in_turn(tools: List[tuple], runs: int) -> List[Measure]:
+    """Several (tool, cmd, env) measured in turn, run after run, so that the load of a
+    shared machine weighs on all alike: their ratios are the ones the targets are about."""
+    found = {tool: Measure(tool, " ".join(cmd), [], 0.0) for tool, cmd, _ in tools}
     for _ in range(runs):
-        for tool, cmd, env in (first, second):
+        for tool, cmd, env in tools:
             m = measure(tool, cmd, 1, env)
             found[tool].walls.extend(m.walls)
             found[tool].rss_mb = max(found[tool].rss_mb, m.rss_mb)
-    return [found[first[0]], found[second[0]]]
+    return [found[tool] for tool, _, _ in tools]
 
 
 def slice_files(folders: List[Path], lines_per_package: int) -> List[Path]:
@@ -148,6 +150,20 @@ def peers_venv(folder: Path) -> Path:
     return folder / "bin"
 
 
+def tool_venv(folder: Path) -> Path:
+    """torchleaklint as users install it: a regular (not editable) install of this checkout
+    in its own virtual environment, byte-compiled by pip like the peers' installs. It is
+    reinstalled on every run of the benchmark, so that it measures the code checked out."""
+    python = folder / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "libcst>=1.1", "click>=8.1", "rich>=13"], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(REPO)],
+                   check=True)
+    return python
+
+
 def stage(files: List[Path], root: Path, dest: Path) -> None:
     """Copy the slice (keeping package folders) so every tool sees exactly these files."""
     for path in files:
@@ -161,6 +177,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--corpus", type=Path, default=corpus.default_dest())
     parser.add_argument("--peers-venv", type=Path,
                         default=Path.home() / ".cache" / "torchleaklint-bench" / "peers")
+    parser.add_argument("--tool-venv", type=Path,
+                        default=Path.home() / ".cache" / "torchleaklint-bench" / "tool",
+                        help="where this checkout is installed (reinstalled on every run)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--lines-per-package", type=int, default=6000)
@@ -173,14 +192,15 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     folders = corpus.build(args.corpus, corpus.MAIN)
     src = args.corpus / "src"
+    python = tool_venv(args.tool_venv)
     work = Path(tempfile.mkdtemp(prefix="tll-speed-"))
     (work / "libcst_pass.py").write_text(LIBCST_PASS)
     print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}; {args.jobs} worker processes per tool; median of {args.runs} runs")
     try:
-        peers = Slice(work / "peers", slice_files(folders, args.lines_per_package), src, args.jobs)
-        rows = measure_alternating(("torchleaklint (cold)", peers.tll + ["--no-cache"], peers.env),
-                                   ("libcst.parse_module only", peers.libcst, None), args.runs)
+        peers = Slice(work / "peers", slice_files(folders, args.lines_per_package), src, args.jobs, python)
+        rows = measure_in_turn([("torchleaklint (cold)", peers.tll + ["--no-cache"], peers.env),
+                                ("libcst.parse_module only", peers.libcst, None)], args.runs)
         if not args.no_peers:
             bin_dir = peers_venv(args.peers_venv)
             jobs = str(args.jobs)
@@ -190,12 +210,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                                                    str(peers.tree)], args.runs))
         report("Against the peers", rows, peers, args)
 
-        big = Slice(work / "cache", slice_files(folders, args.cache_lines_per_package), src, args.jobs)
-        cold, bare = measure_alternating(("torchleaklint (cold)", big.tll + ["--no-cache"], big.env),
-                                         ("libcst.parse_module only", big.libcst, None), args.runs)
-        rows = [cold]
-        run_timed(big.tll, big.env)  # prime the cache
-        rows.append(measure("torchleaklint (warm)", big.tll, args.runs, big.env))
+        big = Slice(work / "cache", slice_files(folders, args.cache_lines_per_package), src, args.jobs, python)
+        run_timed(big.tll, big.env)  # prime the cache (a cold run never touches it)
+        rows = measure_in_turn([("torchleaklint (cold)", big.tll + ["--no-cache"], big.env),
+                                ("torchleaklint (warm)", big.tll, big.env),
+                                ("libcst.parse_module only", big.libcst, None)], args.runs)
+        bare = rows.pop()
         touched = big.tree / big.files[len(big.files) // 2].relative_to(src)
         original = touched.read_bytes()
 
@@ -214,7 +234,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 class Slice:
     """A copy of some corpus files (package folders kept) and the commands over it."""
 
-    def __init__(self, folder: Path, files: List[Path], src: Path, jobs: int) -> None:
+    def __init__(self, folder: Path, files: List[Path], src: Path, jobs: int, python: Path) -> None:
         self.files = files
         self.lines = sum(count_lines(p) for p in files)
         self.tree = folder / "code"
@@ -222,9 +242,9 @@ class Slice:
         listing = folder / "files.txt"
         listing.write_text("".join(f"{self.tree / p.relative_to(src)}\n" for p in files))
         self.env = dict(os.environ, TORCHLEAKLINT_CACHE_DIR=str(folder / "cache"), NO_COLOR="1")
-        self.tll = [sys.executable, "-m", "torchleaklint", "check", str(self.tree), "-q", "--exit-zero",
+        self.tll = [str(python), "-m", "torchleaklint", "check", str(self.tree), "-q", "--exit-zero",
                     "-j", str(jobs)]
-        self.libcst = [sys.executable, str(folder.parent / "libcst_pass.py"), str(listing), str(jobs)]
+        self.libcst = [str(python), str(folder.parent / "libcst_pass.py"), str(listing), str(jobs)]
         print(f"{folder.name}: {len(files)} files, {self.lines} lines", file=sys.stderr)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from torchleaklint.config import Settings
+from torchleaklint.engine import cache as cache_module
 from torchleaklint.engine.cache import Cache
 from torchleaklint.engine.snapshot import KEPT, RunKey, Snapshots
 from torchleaklint.runner import run
@@ -65,16 +66,40 @@ def test_edited_file_with_an_old_stamp_misses_and_relints(project, tmp_path):
     assert findings(edited) == findings(check([project], tmp_path / "x", cache=False))
 
 
-def test_file_modified_just_before_the_run_records_no_snapshot(project, tmp_path):
-    meters = project / "meters.py"
-    meters.write_text(meters.read_text() + "\n# just edited\n")  # mtime: now
-    check([project], tmp_path / "c")
+def test_recently_modified_file_is_checked_by_content(project, tmp_path):
+    """A file edited twice within one clock tick keeps its stat; its content decides."""
+    agent = project / "agent.py"
+    agent.write_text(agent.read_text())  # modified now: within the racy window
+    stamp = agent.stat().st_mtime_ns
+    cold = check([project], tmp_path / "c")
     files = [str(p) for p in sorted(project.glob("*.py"))]
+    assert str(agent) in RunKey(files, Settings()).racy
+    # Same size, same mtime, other bytes: only the content hash can tell.
+    text = agent.read_text()
+    assert "return critic_loss, actor_loss" in text
+    same_size = text.replace("return critic_loss, actor_loss", "return critic_loss, actor_los_")
+    assert len(same_size) == len(text)
+    agent.write_text(same_size)
+    os.utime(agent, ns=(stamp, stamp))
+    assert agent.stat().st_mtime_ns == stamp
+    again = check([project], tmp_path / "c")
+    assert again.cached_files < 3  # the snapshot was not reused
+    assert findings(again) == findings(check([project], tmp_path / "x", cache=False)) != findings(cold)
+
+
+def test_snapshot_of_recent_files_stops_hashing_once_they_are_old(project, tmp_path, monkeypatch):
+    meters = project / "meters.py"
+    meters.write_text(meters.read_text())  # modified now
+    files = [str(p) for p in sorted(project.glob("*.py"))]
+    cold = check([project], tmp_path / "c")
+    stored = Snapshots(tmp_path / "c")._load()
+    assert [list(racy) for racy, _ in stored.values()] == [[str(meters)]]
+    monkeypatch.setattr(cache_module, "RACY_NS", 0)  # as if the window had passed
     key = RunKey(files, Settings())
-    assert key.racy
-    assert not Snapshots(tmp_path / "c").path.exists()
-    age(meters)
-    assert not RunKey(files, Settings()).racy
+    assert key.racy == {} and key.value in stored
+    warm = check([project], tmp_path / "c")
+    assert warm.cached_files == 3 and findings(warm) == findings(cold)
+    assert [racy for racy, _ in Snapshots(tmp_path / "c")._load().values()] == [{}]
 
 
 def test_settings_paths_and_cwd_are_part_of_the_key(project, tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
@@ -45,6 +46,19 @@ def tool_fingerprint() -> str:
     return _fingerprint
 
 
+# A file modified this recently may be modified again within the same clock tick of a
+# coarse file-system timestamp without its stat changing ("racily clean" in git's words):
+# its content is hashed again on the next run instead of being trusted by its stat.
+RACY_NS = 2_000_000_000
+
+
+def trusted_stat(st: os.stat_result) -> Optional[Tuple[int, int]]:
+    """(mtime_ns, size) to recognise the file by on a later run; None when too recent."""
+    if st.st_mtime_ns >= time.time_ns() - RACY_NS:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
@@ -62,7 +76,7 @@ class StoredDependencies:
 
 @dataclass
 class Entry:
-    stat: Tuple[int, int]  # (mtime_ns, size) when the hash was taken
+    stat: Optional[Tuple[int, int]]  # (mtime_ns, size) when the hash was taken; None: too recent to trust
     hash: str
     origin: Tuple[str, str]  # (module, package) the table was computed for
     table: Optional[SymbolTable]  # None: the file does not parse

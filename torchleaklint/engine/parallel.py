@@ -21,7 +21,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 from ..config import Settings
 from ..diagnostics import Diagnostic
 from . import collector
-from .cache import Cache, Entry, StoredDependencies, content_hash
+from .cache import Cache, Entry, StoredDependencies, content_hash, trusted_stat
 from .deps import ABSENT, Dependencies
 from .digests import canonical, digest
 from .lint import LintSession, source_from_bytes, symbol_table
@@ -54,7 +54,7 @@ def _pass1(task):
             data = fh.read()
     except OSError:
         return None
-    stat = (st.st_mtime_ns, st.st_size)
+    stat = trusted_stat(st)
     digest_ = content_hash(data)
     if digest_ == expected:
         return path, stat, digest_, origin, "same", None

@@ -9,8 +9,9 @@ does. This is the common case of pre-commit and CI re-runs; a run with any diffe
 goes through the per-file cache (:mod:`.cache`), which re-lints what depends on it.
 
 A file changed in the same clock tick as it was read could keep its stat (coarse
-file-system timestamps); like git's "racily clean" rule, a run in which some file was
-modified less than ``RACY_SECONDS`` before the run started records no snapshot.
+file-system timestamps). As git does for "racily clean" files, a file modified less than
+``RACY_NS`` before the run started is not trusted by its stat alone: its content
+hash, taken before the run reads it, is stored with the snapshot and compared on reuse.
 """
 
 from __future__ import annotations
@@ -21,35 +22,45 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..diagnostics import Diagnostic
-from .cache import FORMAT, default_cache_dir, read_pickle, tool_fingerprint, write_pickle
+from . import cache
+from .cache import FORMAT, content_hash, default_cache_dir, read_pickle, tool_fingerprint, write_pickle
 from .digests import digest
 from .modules import _package_parts, module_name_for
 
 KEPT = 8  # snapshots kept (different path sets or settings), most recent first
-RACY_SECONDS = 2
 
 
 class RunKey:
     """The digest of one run's inputs, taken before any file is read."""
 
     def __init__(self, files: Sequence[str], settings) -> None:
-        self.started_ns = time.time_ns()
-        self.newest_mtime_ns = 0
-        self.value: Optional[str] = None  # None: a file could not be stat'ed; no snapshot
+        started_ns = time.time_ns()
+        self.value: Optional[str] = None  # None: a file could not be read; no snapshot
+        # Files too recently modified to be trusted by their stat: path -> content hash.
+        self.racy: Dict[str, str] = {}
         parts: List[object] = [os.getcwd(), settings]
         _package_parts.cache_clear()  # folders may have gained or lost an __init__.py since
         for path in files:
             try:
                 st = os.stat(path)
+                if st.st_mtime_ns >= started_ns - cache.RACY_NS:
+                    self.racy[path] = _hash_of(path)
             except OSError:
                 return
-            self.newest_mtime_ns = max(self.newest_mtime_ns, st.st_mtime_ns)
             parts.append((path, st.st_mtime_ns, st.st_size, st.st_ino, module_name_for(path)))
         self.value = digest(parts)
 
-    @property
-    def racy(self) -> bool:
-        return self.newest_mtime_ns >= self.started_ns - RACY_SECONDS * 1_000_000_000
+
+def _hash_of(path: str) -> str:
+    with open(path, "rb") as fh:
+        return content_hash(fh.read())
+
+
+def _unchanged(racy: Dict[str, str]) -> bool:
+    try:
+        return all(_hash_of(path) == expected for path, expected in racy.items())
+    except OSError:
+        return False
 
 
 class Snapshots:
@@ -59,7 +70,8 @@ class Snapshots:
         folder = Path(folder if folder is not None else default_cache_dir())
         self.path = folder / f"runs-{tool_fingerprint()[:20]}.pickle"
         self.warnings: List[str] = []
-        self._runs: Optional[Dict[str, Tuple[Tuple[str, Tuple[Diagnostic, ...]], ...]]] = None
+        # key -> (racy files' hashes, ((path, findings), ...))
+        self._runs: Optional[Dict[str, Tuple[Dict[str, str], Tuple[Tuple[str, Tuple[Diagnostic, ...]], ...]]]] = None
 
     def _load(self) -> Dict[str, tuple]:
         if self._runs is None:
@@ -72,17 +84,22 @@ class Snapshots:
         """(path, findings) per file, in run order, when a run with this key was recorded."""
         if key.value is None:
             return None
-        found = self._load().get(key.value)
-        if found is None:
+        runs = self._load()
+        found = runs.get(key.value)
+        if found is None or not _unchanged(found[0]):
             return None
-        return [(path, list(diags)) for path, diags in found]
+        if found[0] and not key.racy:
+            # Its files are old enough now to be trusted by their stat: stop hashing them.
+            runs[key.value] = ({}, found[1])
+            self._write()
+        return [(path, list(diags)) for path, diags in found[1]]
 
     def record(self, key: RunKey, per_file: List[Tuple[str, List[Diagnostic]]]) -> Optional[str]:
         """Keep this run's findings for ``key``; a one-line problem, or None."""
-        if key.value is None or key.racy:
+        if key.value is None:
             return None
         runs = self._load()
-        stored = tuple((path, tuple(diags)) for path, diags in per_file)
+        stored = (key.racy, tuple((path, tuple(diags)) for path, diags in per_file))
         if runs.get(key.value) == stored:
             return None
         newest = {key.value: stored}
@@ -91,4 +108,7 @@ class Snapshots:
                 break
             newest.setdefault(other, value)
         self._runs = newest
-        return write_pickle(self.path, {"format": FORMAT, "tool": tool_fingerprint(), "runs": newest})
+        return self._write()
+
+    def _write(self) -> Optional[str]:
+        return write_pickle(self.path, {"format": FORMAT, "tool": tool_fingerprint(), "runs": self._runs})
