@@ -102,20 +102,33 @@ def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respec
 def _git_visible(root: str) -> Optional[Set[str]]:
     """Tracked and untracked-but-not-ignored files under ``root``, relative to it (with
     ``/``), when it is in a git work tree."""
-    import subprocess  # here: only folders are asked about
+    if not _maybe_in_git(root):
+        return None
+    import subprocess  # here: only folders inside a work tree are asked about
 
     try:
-        top = subprocess.run(["git", "-C", root, "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=20)
-        if top.returncode != 0:
-            return None
         listing = subprocess.run(["git", "-C", root, "ls-files", "-z", "-co", "--exclude-standard", "--", "."],
                                  capture_output=True, timeout=60)
-        if listing.returncode != 0:
-            return None
     except (OSError, subprocess.SubprocessError):
         return None
+    if listing.returncode != 0:  # not a work tree after all, or no git
+        return None
     return {rel for rel in listing.stdout.decode("utf-8", "surrogateescape").split("\0") if rel}
+
+
+def _maybe_in_git(root: str) -> bool:
+    """Whether git could see ``root`` as part of a work tree: a ``.git`` in it or above
+    it, or git's own variables naming one. Saves starting git for every other folder."""
+    if os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"):
+        return True
+    folder = os.path.abspath(root)
+    while True:
+        if os.path.lexists(os.path.join(folder, ".git")):
+            return True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
 
 
 class _GitignoreStack:

@@ -19,7 +19,7 @@ from ..diagnostics import Diagnostic, parse_error
 from ..rules import ALL_RULES, PARSE_ERROR
 from ..rules.base import RuleContext
 from .deps import Dependencies, RecordingProjectIndex
-from .modules import _package_parts, module_name_for
+from .modules import forget_folders, module_name_for
 from .noqa import UNUSED_NOQA, is_suppressed, noqa_directives, skips_file, unused_noqa
 from .notebook import NotebookSource, is_notebook
 from .prefilter import FigureHelpers, rules_that_may_fire, trigger_words
@@ -90,7 +90,7 @@ class LintSession:
     PARSED_SOURCE_KEPT = 1_500_000  # characters
 
     def __init__(self, settings: Settings, record_dependencies: bool = False, prefilter: bool = True) -> None:
-        _package_parts.cache_clear()  # folders may have gained or lost an __init__.py since
+        forget_folders()
         self.settings = settings
         enabled = settings.enabled_codes()
         self.rules = [cls() for cls in ALL_RULES if cls.code in enabled]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import List, Tuple, Union
@@ -9,15 +10,24 @@ from typing import List, Tuple, Union
 
 def module_name_for(path: Union[str, Path]) -> Tuple[str, str]:
     """(dotted module name, package) from the file's position among ``__init__.py`` folders."""
-    p = Path(path)
-    parts = list(_package_parts(str(p.parent)))
-    if p.stem != "__init__":
-        parts.append(p.stem)
+    folder, name = os.path.split(os.fspath(path))
+    stem = os.path.splitext(name)[0]
+    package_parts, folder_name = _folder(folder)
+    parts = list(package_parts)
+    if stem != "__init__":
+        parts.append(stem)
     if not parts:
-        parts = [p.parent.name or "__init__"]
+        parts = [folder_name or "__init__"]
     module = ".".join(parts)
-    package = module if p.stem == "__init__" else module.rpartition(".")[0]
+    package = module if stem == "__init__" else module.rpartition(".")[0]
     return module, package
+
+
+@lru_cache(maxsize=4096)
+def _folder(folder_name: str) -> Tuple[Tuple[str, ...], str]:
+    """A file's folder as its dotted package parts and its own name (once per folder)."""
+    folder = Path(folder_name)
+    return _package_parts(str(folder)), folder.name
 
 
 @lru_cache(maxsize=4096)
@@ -32,3 +42,9 @@ def _package_parts(folder_name: str) -> Tuple[str, ...]:
             break
         folder = folder.parent
     return tuple(parts)
+
+
+def forget_folders() -> None:
+    """Folders may have gained or lost an ``__init__.py`` since they were looked at."""
+    _package_parts.cache_clear()
+    _folder.cache_clear()

@@ -25,7 +25,7 @@ from .cache import Cache, Entry, StoredDependencies, content_hash, trusted_stat
 from .deps import ABSENT, Dependencies
 from .digests import canonical, digest
 from .lint import LintSession, source_from_bytes, symbol_table
-from .modules import _package_parts, module_name_for
+from .modules import forget_folders, module_name_for
 from .prefilter import trigger_words
 
 SMALL_BATCH = 8  # fewer files than this are not worth starting workers for
@@ -110,7 +110,7 @@ def check_files(files: Sequence[str], settings: Settings, jobs: int = 1, cache: 
 def _check_files(files: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache],
                  prefilter: bool) -> Iterator[CheckedFile]:
     global _SESSION
-    _package_parts.cache_clear()
+    forget_folders()
     entries = cache.entries if cache is not None else {}
     keys = [os.path.abspath(p) for p in files]
 

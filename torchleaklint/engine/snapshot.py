@@ -16,6 +16,7 @@ hash, taken before the run reads it, is stored with the snapshot and compared on
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -24,8 +25,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..diagnostics import Diagnostic
 from . import cache
 from .cache import FORMAT, content_hash, default_cache_dir, read_pickle, tool_fingerprint, write_pickle
-from .digests import digest
-from .modules import _package_parts, module_name_for
+from .digests import canonical
+from .modules import forget_folders, module_name_for
 
 KEPT = 8  # snapshots kept (different path sets or settings), most recent first
 
@@ -38,8 +39,8 @@ class RunKey:
         self.value: Optional[str] = None  # None: a file could not be read; no snapshot
         # Files too recently modified to be trusted by their stat: path -> content hash.
         self.racy: Dict[str, str] = {}
-        parts: List[object] = [os.getcwd(), settings]
-        _package_parts.cache_clear()  # folders may have gained or lost an __init__.py since
+        forget_folders()
+        h = hashlib.blake2b(canonical([os.getcwd(), settings]).encode("utf-8", "surrogatepass"), digest_size=16)
         for path in files:
             try:
                 st = os.stat(path)
@@ -47,8 +48,10 @@ class RunKey:
                     self.racy[path] = _hash_of(path)
             except OSError:
                 return
-            parts.append((path, st.st_mtime_ns, st.st_size, st.st_ino, module_name_for(path)))
-        self.value = digest(parts)
+            module, package = module_name_for(path)
+            h.update(f"{path}\0{st.st_mtime_ns}\0{st.st_size}\0{st.st_ino}\0{module}\0{package}\n"
+                     .encode("utf-8", "surrogatepass"))
+        self.value = h.hexdigest()
 
 
 def _hash_of(path: str) -> str:
