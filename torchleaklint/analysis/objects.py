@@ -4,7 +4,7 @@ project class) and which project functions a call can reach."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 from .module_index import Scope
@@ -247,7 +247,29 @@ class ObjectKinds:
                 kind = "loss_module" if name.lower().endswith(("loss", "criterion")) else "module"
                 return ObjectKind(kind, f"an instance of `{name}`, which derives from nn.Module")
             return ObjectKind("instance", f"an instance of `{name}`", class_ref=cls)
+        return self._built_by_factory(func, scope, stmt)
+
+    def _built_by_factory(self, func, scope: Scope, stmt) -> Optional[ObjectKind]:
+        """``self.net = make_mlp(...)``: a project function that returns an nn.Module (or an
+        instance of a project class) builds one. Only callees resolved by their name, an
+        import or ``self`` are followed, never a method guessed from its name alone."""
+        if self.project is None or not self._resolved_callee(func):
+            return None
+        for ref in self.resolve_functions(func, scope, stmt):
+            summary = summary_for(self.project, ref)
+            built = summary.returned_kind() if summary is not None else None
+            if built is not None:
+                what = "an nn.Module" if built.is_module else f"an instance of `{built.class_ref[1]}`"
+                return replace(built, why=f"built by `{dotted(func)}(...)`, which returns {what} ({summary.where})")
         return None
+
+    def _resolved_callee(self, func) -> bool:
+        if isinstance(func, ast.Name):
+            return True
+        if not isinstance(func, ast.Attribute):
+            return False
+        owner = dotted(func.value) or ""
+        return owner == "self" or owner.split(".")[0] in self.index.imports.aliases
 
     # -- calls --------------------------------------------------------------------------
     def module_call(self, call: ast.Call, scope: Scope, stmt):

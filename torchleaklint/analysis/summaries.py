@@ -97,6 +97,35 @@ class FunctionSummary:
             project.in_progress.discard(key)
         return None
 
+    def returned_kind(self):
+        """The object the function builds, when every value it returns is an nn.Module
+        (or an instance of one project class) by strong evidence: a factory such as
+        ``def make_mlp(...): ... return nn.Sequential(*layers)``. None otherwise."""
+        from .objects import STRONG
+
+        key = ("kind", self.ref)
+        if key in self._positions:
+            return self._positions[key]
+        project = self.project
+        if key in project.in_progress:
+            return None
+        project.in_progress.add(key)
+        found = None
+        try:
+            kinds = self.analysis.graph.kinds
+            for expr in self.scope.returns:
+                stmt = _stmt_of(self.analysis, self.scope, expr)
+                kind = kinds.value_kind(expr, self.scope, stmt) if stmt is not None else None
+                if (kind is None or kind.strength != STRONG or not (kind.is_module or kind.kind == "instance")
+                        or (found is not None and (found.kind, found.class_ref) != (kind.kind, kind.class_ref))):
+                    found = None
+                    break
+                found = found or kind
+        finally:
+            project.in_progress.discard(key)
+        self._positions[key] = found
+        return found
+
     def param_sinks(self) -> List[ParamSink]:
         """Parameters this method accumulates or appends into ``self`` state."""
         cached = self.__dict__.get("_sinks")
