@@ -150,3 +150,41 @@ def test_fixture_projects_same_findings_cold_and_warm(tmp_path):
     warm = check(paths, tmp_path / "c", jobs=2)
     assert warm.cached_files == warm.files > 100
     assert findings(warm) == findings(cold) == findings(check(paths, tmp_path / "x", jobs=1, cache=False))
+
+
+def test_real_code_same_findings_without_cache_warm_and_after_an_edit(tmp_path):
+    """On published training code (the CI slice): the run snapshot, the per-file cache and
+    a re-lint after an edit all report what a run without any cache reports."""
+    import os
+    import time
+
+    from .real_code import slice_folders
+
+    project = tmp_path / "code"
+    for folder in slice_folders():
+        shutil.copytree(folder, project / folder.name)
+    files = sorted(project.rglob("*.py"))
+    old = time.time() - 3600
+    for path in files:
+        os.utime(path, (old, old))  # not racy: the snapshot is recorded on the first run
+    fresh = findings(check([project], tmp_path / "none", cache=False))
+    assert len(files) > 10 and fresh  # real findings to compare, not an empty list
+
+    cold = check([project], tmp_path / "c")
+    assert cold.cached_files == 0 and findings(cold) == fresh
+    snapshot = check([project], tmp_path / "c")
+    assert snapshot.cached_files == len(files) and findings(snapshot) == fresh
+    for runs in (tmp_path / "c").glob("runs-*.pickle"):
+        runs.unlink()
+    per_file = check([project], tmp_path / "c")
+    assert per_file.cached_files == len(files) and findings(per_file) == fresh
+
+    # An edit that changes findings: the leak-free twin of a planted leak.
+    edited = next(p for p in files if p.name == "torch.py" or "tab_model" in p.name)
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n\ndef _planted(model, xs):\n"
+                      "    kept = []\n    for x in xs:\n        loss = model(x).sum()\n"
+                      "        loss.backward()\n        kept.append(loss)\n    return len(kept)\n",
+                      encoding="utf-8")
+    after = check([project], tmp_path / "c")
+    assert findings(after) == findings(check([project], tmp_path / "none", cache=False)) != fresh
+    assert 0 < after.cached_files < len(files)

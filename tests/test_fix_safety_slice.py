@@ -2,43 +2,27 @@
 training code (d2l, pytorch-tabnet), fixed as they are and with leaks planted into copies
 of their files; no crash, every rewritten file compiles, a second fix changes nothing.
 
-The wheels are fetched once with ``pip download --no-deps`` into the corpus folder
-(``$TORCHLEAKLINT_CORPUS`` or ``~/.cache/torchleaklint-corpus``), never into the repo.
-The full run is ``python bench/fix_safety.py --set main``.
+The wheels are fetched once (see ``tests/real_code.py``), never into the repo. The full
+run is ``python bench/fix_safety.py --set main``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("fix_safety", BENCH / "fix_safety.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+from .real_code import load_bench, slice_folders as real_code_folders
 
 
 @pytest.fixture(scope="module")
 def bench():
-    return load_bench()
+    return load_bench("fix_safety")
 
 
 @pytest.fixture(scope="module")
-def slice_folders(bench):
-    try:
-        return bench.corpus.build(bench.corpus.default_dest(), bench.SLICE)
-    except (subprocess.CalledProcessError, SystemExit, OSError) as exc:
-        pytest.skip(f"the slice's wheels could not be downloaded: {exc}")
+def slice_folders():
+    return real_code_folders()
 
 
 def test_real_code_slice_is_fixed_safely(bench, slice_folders, tmp_path):
