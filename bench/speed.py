@@ -242,7 +242,8 @@ class Slice:
         listing = folder / "files.txt"
         listing.write_text("".join(f"{self.tree / p.relative_to(src)}\n" for p in files))
         self.env = dict(os.environ, TORCHLEAKLINT_CACHE_DIR=str(folder / "cache"), NO_COLOR="1")
-        self.tll = [str(python), "-m", "torchleaklint", "check", str(self.tree), "-q", "--exit-zero",
+        # The console script, as users run it (the peers are run through theirs too).
+        self.tll = [str(python.parent / "torchleaklint"), "check", str(self.tree), "-q", "--exit-zero",
                     "-j", str(jobs)]
         self.libcst = [str(python), str(folder.parent / "libcst_pass.py"), str(listing), str(jobs)]
         print(f"{folder.name}: {len(files)} files, {self.lines} lines", file=sys.stderr)

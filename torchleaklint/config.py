@@ -13,11 +13,6 @@ from typing import Dict, Iterable, Optional, Set, Tuple
 from . import rules as registry
 from .rules import PARSE_ERROR, RULE_CODES, UNUSED_NOQA
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on older interpreters
-    import tomli as tomllib
-
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "build", "dist",
                    "__pycache__", "site-packages", "node_modules", ".mypy_cache", ".pytest_cache",
                    ".ruff_cache", ".torchleaklint_cache", "__pypackages__", ".ipynb_checkpoints")
@@ -124,6 +119,10 @@ def load_settings(path: Optional[Path]) -> Settings:
 def read_table(path: Path) -> Optional[Dict[str, object]]:
     """The ``[tool.torchleaklint]`` table of a pyproject.toml (the whole file for another
     name), or None when it has none."""
+    if sys.version_info >= (3, 11):  # imported here: runs without a pyproject.toml read no TOML
+        import tomllib
+    else:  # pragma: no cover - exercised on older interpreters
+        import tomli as tomllib
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
