@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Callable, Dict, List, Optional
 
 from .config import Settings
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, parse_error
 from .engine.discover import discover
 from .engine.fix import atomic_write, fix_source
 from .engine.source import SourceText
@@ -41,7 +41,7 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
                                                     settings.respect_gitignore, unreadable)
     if not (fix or diff):
         return _check(files, unreadable, settings, progress, jobs, cache, cache_dir)
-    from .engine.lint import LintSession, parse_error, read_source
+    from .engine.lint import LintSession, read_source
     from .engine.notebook import NotebookSource
 
     session = LintSession(settings)
@@ -87,8 +87,6 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
 
 def _check(files, unreadable, settings: Settings, progress, jobs: int, use_cache: bool,
            cache_dir: Optional[str]) -> RunResult:
-    from .diagnostics import parse_error
-
     result = RunResult(files=len(files))
     for folder, reason in unreadable:
         result.diagnostics.append(parse_error(folder, f"cannot read directory: {reason}", 1, 0))

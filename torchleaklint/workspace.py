@@ -15,7 +15,7 @@ from fnmatch import fnmatch
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .config import Settings, SettingsResolver
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, parse_error
 from .engine.discover import DiscoveryError, discover_keyed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,7 +86,6 @@ def plan(paths: Sequence[str], resolver: SettingsResolver) -> Plan:
 def run_plan(work: Plan, fix: bool = False, diff: bool = False,
              progress: Optional[Callable[[str], None]] = None, jobs: int = 1, cache: bool = False) -> RunResult:
     """One run per configuration; the results in discovery order."""
-    from .diagnostics import parse_error
     from .runner import RunResult, run
 
     total = RunResult()
