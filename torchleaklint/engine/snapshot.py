@@ -9,22 +9,22 @@ does. This is the common case of pre-commit and CI re-runs; a run with any diffe
 goes through the per-file cache (:mod:`.cache`), which re-lints what depends on it.
 
 A file changed in the same clock tick as it was read could keep its stat (coarse
-file-system timestamps). As git does for "racily clean" files, a file modified less than
-``RACY_NS`` before the run started is not trusted by its stat alone: its content
-hash, taken before the run reads it, is stored with the snapshot and compared on reuse.
+file-system timestamps). As git does for "racily clean" files, a file that
+``cache.trusted_stat`` finds too recently modified is not trusted by its stat alone: its
+content hash, taken before the run reads it, is stored with the snapshot and compared on
+reuse.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..diagnostics import Diagnostic
-from . import cache
-from .cache import FORMAT, content_hash, default_cache_dir, read_pickle, tool_fingerprint, write_pickle
+from .cache import (FORMAT, content_hash, default_cache_dir, read_pickle, tool_fingerprint, trusted_stat,
+                    write_pickle)
 from .digests import canonical
 from .modules import forget_folders, module_name_for
 
@@ -35,7 +35,6 @@ class RunKey:
     """The digest of one run's inputs, taken before any file is read."""
 
     def __init__(self, files: Sequence[str], settings) -> None:
-        started_ns = time.time_ns()
         self.value: Optional[str] = None  # None: a file could not be read; no snapshot
         # Files too recently modified to be trusted by their stat: path -> content hash.
         self.racy: Dict[str, str] = {}
@@ -44,7 +43,7 @@ class RunKey:
         for path in files:
             try:
                 st = os.stat(path)
-                if st.st_mtime_ns >= started_ns - cache.RACY_NS:
+                if trusted_stat(st) is None:
                     self.racy[path] = _hash_of(path)
             except OSError:
                 return
