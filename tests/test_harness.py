@@ -154,6 +154,21 @@ def test_growth_that_stops_is_not_growth():
     assert gr.flat(g.NOISE_FLOORS["nodes"])
 
 
+def test_a_constant_offset_between_the_two_runs_is_not_growth():
+    # The N-step and 2N-step runs are separate processes: start-up can leave one of them a
+    # constant 135 KiB higher (seen on a fixed program in CI). Only rises count.
+    flat = [20_000 + 1_200 * i for i in range(8)]
+    long = [135_000 + 20_000 + 1_200 * i for i in range(16)]
+    gr = g.growth("bytes", "rss", _doc(flat, key="rss")["samples"], _doc(long, key="rss")["samples"])
+    assert gr.span == pytest.approx(1_200) and gr.per_step == pytest.approx(1_200)
+    assert gr.flat(g.NOISE_FLOORS["bytes"])
+    # The same offset on a real leak leaves its growth as it is.
+    leak = 300_000
+    gr = g.growth("bytes", "rss", _doc([leak * i for i in range(8)], key="rss")["samples"],
+                  _doc([135_000 + leak * i for i in range(16)], key="rss")["samples"])
+    assert gr.span == pytest.approx(leak) and gr.grows(g.NOISE_FLOORS["bytes"])
+
+
 def test_verify_cli_rejects_unknown_and_unfixable_rules(cli):
     result = cli("verify", "--rule", "TLL999")
     assert result.exit_code == 2

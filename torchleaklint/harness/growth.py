@@ -2,9 +2,13 @@
 
 A run of N steps and a run of 2N steps of the same program give two estimates of growth:
 the least-squares slope over the second half of the long run (after warm-up: lazy
-initialisation, allocator caches and bounded buffers filling up), and the difference
-between the two runs' last samples divided by N (the memory the extra N steps added).
-A signal grows when both estimates reach its noise floor.
+initialisation, allocator caches and bounded buffers filling up), and what the extra N
+steps added: the long run's rise from its first sample to its last, less the short run's,
+divided by N. Each run is measured from its own first sample because the two are separate
+processes whose levels can differ by a constant (start-up allocations landing differently
+left 135 KiB between two runs of the same flat program, read as 17 KiB/step of growth when
+the last samples were compared directly). A signal grows when both estimates reach its
+noise floor.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ class Growth:
 
     signal: str
     per_step: Optional[float]  # slope over the second half of the 2N run
-    span: Optional[float]  # (last of 2N run - last of N run) / N
+    span: Optional[float]  # (rise over the 2N run - rise over the N run) / N
     level: Optional[float] = None  # median over the second half (for peaks)
 
     def grows(self, floor: float) -> bool:
@@ -98,7 +102,7 @@ def growth(signal: str, key: Optional[str], short: Sequence[dict], long: Sequenc
         return Growth(signal, None, None)
     tail = b[len(b) // 2:]
     steps = len(b) - len(a)
-    span = (b[-1] - a[-1]) / steps if steps > 0 else None
+    span = ((b[-1] - b[0]) - (a[-1] - a[0])) / steps if steps > 0 else None
     ordered = sorted(tail)
     return Growth(signal, slope(tail), span, level=ordered[len(ordered) // 2])
 
