@@ -165,11 +165,13 @@ def tool_venv(folder: Path) -> Path:
 
 
 def stage(files: List[Path], root: Path, dest: Path) -> None:
-    """Copy the slice (keeping package folders) so every tool sees exactly these files."""
+    """Copy the slice (keeping package folders) so every tool sees exactly these files.
+    Modification times are kept, as in a checkout: files copied a moment ago would count as
+    just edited, which the cache hashes again instead of trusting their stat."""
     for path in files:
         target = dest / path.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
+        shutil.copy2(path, target)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
