@@ -124,6 +124,38 @@ def test_cached_findings_follow_the_path_spelling(project, tmp_path, monkeypatch
         str(Path("proj") / Path(d.path).name) for d in cold.diagnostics)
 
 
+def test_a_file_named_from_inside_its_tests_folder_is_judged_again(tmp_path, monkeypatch):
+    """`tests/helper.py` is a test file and `helper.py` (run from inside `tests/`) is not:
+    the cached findings of one spelling must not answer the other."""
+    source = next(p for p in sorted((FIXTURES / "TLL009" / "positive").glob("*.py")) if ".fixed" not in p.name)
+    (tmp_path / "proj" / "tests").mkdir(parents=True)
+    shutil.copy(source, tmp_path / "proj" / "tests" / "helper.py")
+    monkeypatch.chdir(tmp_path / "proj")
+    assert findings(check(["tests/helper.py"], tmp_path / "c")) == []
+    monkeypatch.chdir(tmp_path / "proj" / "tests")
+    uncached = check(["helper.py"], tmp_path / "c", cache=False)
+    assert [d.code for d in uncached.diagnostics] == ["TLL009"]
+    assert findings(check(["helper.py"], tmp_path / "c")) == findings(uncached)
+
+
+def test_rules_read_nothing_of_a_path_but_whether_it_is_a_test():
+    """The cache keys a file's findings on that verdict (see engine.parallel.result_key)."""
+    import ast
+
+    import torchleaklint.rules as rules
+
+    folder = Path(rules.__file__).parent
+    readers = []
+    for module in sorted(folder.glob("*.py")):
+        if module.name == "base.py":
+            continue
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name) \
+                    and node.value.id == "ctx":
+                readers.append(f"{module.name}:{node.lineno}")
+    assert readers == []
+
+
 def test_cli_clean_and_no_cache(cli, tmp_path):
     shutil.copytree(EXAMPLE, tmp_path / "proj")
     result = cli("proj", "--no-cache")

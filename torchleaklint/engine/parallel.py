@@ -20,6 +20,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from ..config import Settings
 from ..diagnostics import Diagnostic
+from ..rules.testpaths import is_test_path
 from . import collector
 from .cache import Cache, Entry, StoredDependencies, content_hash, trusted_stat
 from .deps import ABSENT, Dependencies
@@ -163,8 +164,10 @@ def _check_files(files: Sequence[str], settings: Settings, jobs: int, cache: Opt
     session.project.table_identity = table_identity
 
     def result_key(path: str) -> str:
+        # What rules read of the path as given (whether the file is a test): the same file
+        # can be named from another folder, `tests/x.py` there and `x.py` inside `tests/`.
         module, package = session._module_of(path)
-        return digest((settings_key, module, package, sorted(session._ignored_codes(path))))
+        return digest((settings_key, is_test_path(path), module, package, sorted(session._ignored_codes(path))))
 
     def still_valid(deps: StoredDependencies) -> bool:
         project = session.project

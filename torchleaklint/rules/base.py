@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from ..diagnostics import Diagnostic, Edit, Fix, Position
+from .testpaths import is_test_path
 
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead", "Fix safety", "Memory impact")
 
@@ -31,6 +32,11 @@ class RuleContext:
         self.source = source
         self.path = path
         self.options = options
+
+    @property
+    def in_test_file(self) -> bool:
+        """Whether the file is a test (see :mod:`.testpaths`); rules read nothing else of its path."""
+        return is_test_path(self.path)
 
     @property
     def uses_torch(self) -> bool:

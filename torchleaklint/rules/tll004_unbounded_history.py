@@ -142,7 +142,7 @@ class Agent:
         index = analysis.index
         if not any(t.split(".")[0] in ML_ROOTS for t in index.imports.aliases.values()):
             return
-        if _test_file(ctx.path):
+        if ctx.in_test_file:
             return  # a test builds its objects for one run of a few steps
         candidates = []
         for class_name, methods in index.class_scopes.items():
@@ -418,12 +418,6 @@ def _sibling_len_check(analysis, scope, key) -> bool:
 
 def _finalized(analysis, class_name) -> bool:
     return any(any(w in FINALIZER_WORDS for w in words(m.name)) for m in analysis.index.methods(class_name))
-
-
-def _test_file(path: str) -> bool:
-    parts = path.replace("\\", "/").split("/")
-    name = parts[-1]
-    return name.startswith("test_") or name.endswith("_test.py") or "tests" in parts[:-1] or name == "conftest.py"
 
 
 def _owner_class(scope):

@@ -126,7 +126,7 @@ def evaluate(model, loader):
         for scope in index.scopes:
             if not scope.is_function or scope.name == "forward" or analysis.grad.scope_off(scope):
                 continue  # a forward hands its outputs to whoever called it
-            if _is_test_file(ctx.path):
+            if ctx.in_test_file:
                 continue  # a test runs its forwards once
             eval_call = _eval_mode_call(scope)
             named = eval_call is None and self._named_evaluation(analysis, scope)
@@ -213,9 +213,3 @@ def _eval_mode_call(scope):
             if not (isinstance(func.value, ast.Name) and func.value.id in ("builtins",)):
                 return call
     return None
-
-
-def _is_test_file(path: str) -> bool:
-    parts = path.replace("\\", "/").split("/")
-    base = parts[-1]
-    return base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py" or "tests" in parts[:-1]
