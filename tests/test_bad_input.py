@@ -266,17 +266,17 @@ def test_file_deleted_between_discovery_and_reading(tmp_path, monkeypatch):
 
 
 def test_file_deleted_while_being_fixed_is_not_recreated(tmp_path, monkeypatch):
-    import torchleaklint.runner as runner
+    import torchleaklint.engine.fix as fixer
 
     path = write(tmp_path, "a.py", TLL001_SRC)
-    fix_source = runner.fix_source
+    fix_source = fixer.fix_source
 
     def fix_then_delete(*args, **kwargs):
         outcome = fix_source(*args, **kwargs)
         path.unlink()
         return outcome
 
-    monkeypatch.setattr(runner, "fix_source", fix_then_delete)
+    monkeypatch.setattr(fixer, "fix_source", fix_then_delete)
     result = run([str(path)], Settings(), fix=True)
     assert not path.exists()
     assert result.changed_files == []

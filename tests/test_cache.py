@@ -1,6 +1,7 @@
 """The content-hash cache: warm runs reuse findings, edits re-lint the file and the files
 whose cross-file facts it feeds, and a damaged cache is rebuilt with one warning."""
 
+import os
 import shutil
 from pathlib import Path
 
@@ -98,7 +99,7 @@ def test_settings_change_does_not_reuse_findings(project, tmp_path):
 @pytest.mark.parametrize("garbage", [b"", b"not a pickle at all", b"\x80\x04\x95garbage"])
 def test_garbage_cache_is_ignored_with_one_warning_and_rebuilt(project, tmp_path, garbage, damaged_file):
     cold = check([project], tmp_path / "c")
-    cache_file, snapshots = Cache(tmp_path / "c").path, Snapshots(tmp_path / "c").path
+    cache_file, snapshots = Path(Cache(tmp_path / "c").path), Path(Snapshots(tmp_path / "c").path)
     assert cache_file.exists() and snapshots.exists()  # the copied files are not new: no racy stat
     if damaged_file == "per-file cache":
         cache_file.write_bytes(garbage)
@@ -220,3 +221,19 @@ def test_real_code_same_findings_without_cache_warm_and_after_an_edit(tmp_path):
     after = check([project], tmp_path / "c")
     assert findings(after) == findings(check([project], tmp_path / "none", cache=False)) != fresh
     assert 0 < after.cached_files < len(files)
+
+
+def test_the_tool_fingerprint_sees_every_source_file_by_name_size_and_mtime(tmp_path):
+    from torchleaklint.engine.cache import _sources
+
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "rules" / "b.py").write_text("y = 2\n")
+    (tmp_path / "__pycache__" / "a.cpython-311.py").write_text("")
+    (tmp_path / "notes.txt").write_text("")
+    os.utime(tmp_path / "rules" / "b.py", ns=(1_000_000_000, 1_000_000_000))
+    before = sorted(_sources(str(tmp_path), ""))
+    assert [(rel, size) for rel, size, _ in before] == [("a.py", 6), ("rules/b.py", 6)]
+    (tmp_path / "rules" / "b.py").write_text("y = 3\n")  # same size, new modification time
+    assert sorted(_sources(str(tmp_path), "")) != before

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from torchleaklint.config import ConfigError, Settings, find_pyproject, load_settings
+from torchleaklint.config import ConfigError, Settings, load_settings
 
 from torchleaklint.rules import ALL_RULES
 
@@ -189,13 +189,6 @@ def test_load_settings_errors_are_config_errors(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_settings(path)
     assert "nope" in str(info.value) and "\n" not in str(info.value)
-
-
-def test_find_pyproject_walks_up(tmp_path):
-    path = pyproject(tmp_path, "")
-    deep = tmp_path / "a" / "b"
-    deep.mkdir(parents=True)
-    assert find_pyproject(deep) == path.resolve()
 
 
 def test_extend_exclude_from_config(cli, tmp_path):

@@ -45,7 +45,7 @@ def project(tmp_path):
 
 def test_unchanged_run_is_answered_by_the_snapshot(project, tmp_path, monkeypatch):
     cold = check([project], tmp_path / "c")
-    assert cold.cached_files == 0 and Snapshots(tmp_path / "c").path.exists()
+    assert cold.cached_files == 0 and os.path.exists(Snapshots(tmp_path / "c").path)
     with monkeypatch.context() as patch:
         patch.setattr(Cache, "open", classmethod(lambda *a, **k: pytest.fail("per-file cache opened")))
         warm = check([project], tmp_path / "c")
@@ -143,14 +143,15 @@ def test_only_the_most_recent_runs_are_kept(project, tmp_path):
 
 
 def test_cli_warm_run_imports_no_analysis_rich_or_libcst(project, tmp_path):
-    """What makes an unchanged run fast: it loads neither the analysis nor rich."""
+    """What makes an unchanged run fast: it loads neither the analysis nor rich, nor the
+    fixer, nor OpenSSL's hashes (BLAKE2 comes from CPython's own module)."""
     env = dict(os.environ, TORCHLEAKLINT_CACHE_DIR=str(tmp_path / "c"), NO_COLOR="1")
     probe = ("import sys, runpy\n"
              "sys.argv = ['torchleaklint', 'check', sys.argv[1], '-q']\n"
              "try:\n    runpy.run_module('torchleaklint', run_name='__main__')\n"
              "except SystemExit:\n    pass\n"
              "loaded = sorted(m for m in sys.modules if m.startswith(('torchleaklint.analysis', 'torchleaklint.rules.',"
-             " 'rich', 'libcst', 'torchleaklint.engine.lint')))\n"
+             " 'rich', 'libcst', 'torchleaklint.engine.lint', 'torchleaklint.engine.fix', '_hashlib')))\n"
              "print('LOADED', loaded, file=sys.stderr)\n")
     cold = subprocess.run([sys.executable, "-c", probe, str(project)], env=env, capture_output=True, text=True,
                           timeout=120)

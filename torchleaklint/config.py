@@ -7,7 +7,6 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Dict, Iterable, Optional, Set, Tuple
 
 from . import rules as registry
@@ -97,26 +96,17 @@ def parse_selectors(values: Iterable[str]) -> Tuple[str, ...]:
     return tuple(out)
 
 
-def find_pyproject(start: Path) -> Optional[Path]:
-    start = start.resolve()
-    for folder in [start] + list(start.parents):
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def load_settings(path: Optional[Path]) -> Settings:
+def load_settings(path: "Optional[str | os.PathLike[str]]") -> Settings:
     """Read ``[tool.torchleaklint]`` from a pyproject.toml (or a torchleaklint.toml)."""
     if path is None:
         return Settings()
     table = read_table(path)
     if table is None:
         return Settings()
-    return settings_from_table(table, str(path))
+    return settings_from_table(table, os.fspath(path))
 
 
-def read_table(path: Path) -> Optional[Dict[str, object]]:
+def read_table(path: "str | os.PathLike[str]") -> Optional[Dict[str, object]]:
     """The ``[tool.torchleaklint]`` table of a pyproject.toml (the whole file for another
     name), or None when it has none."""
     if sys.version_info >= (3, 11):  # imported here: runs without a pyproject.toml read no TOML
@@ -130,7 +120,7 @@ def read_table(path: Path) -> Optional[Dict[str, object]]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    if path.name != "pyproject.toml":
+    if os.path.basename(path) != "pyproject.toml":
         return data
     tool = data.get("tool")
     table = tool.get("torchleaklint") if isinstance(tool, dict) else None
@@ -150,7 +140,7 @@ class SettingsResolver:
         if config_path is not None:
             if not os.path.isfile(config_path):
                 raise ConfigError(f"{config_path}: config file not found")
-            self.fixed = self._apply(load_settings(Path(config_path)), str(Path(config_path).resolve()))
+            self.fixed = self._apply(load_settings(config_path), os.path.realpath(config_path))
         self._by_folder: Dict[str, Settings] = {}
         self._by_file: Dict[str, Settings] = {}
 
@@ -185,7 +175,7 @@ class SettingsResolver:
             if candidate is None:
                 settings: Optional[Settings] = Settings()
             else:
-                table = read_table(Path(candidate))
+                table = read_table(candidate)
                 settings = None if table is None else settings_from_table(table, candidate)
             self._by_file[key] = settings if settings is None else self._apply(settings, candidate)
         return self._by_file[key]

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from collections import Counter
-from typing import Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 from .config import Settings
 from .diagnostics import Diagnostic, parse_error
 from .engine.discover import discover
-from .engine.fix import atomic_write, fix_source
-from .engine.source import SourceText
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine.source import SourceText
 
 
 @dataclass
@@ -62,6 +61,8 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
         if isinstance(source, Diagnostic):
             result.diagnostics.append(source)
             continue
+        from .engine.fix import fix_source  # here: a check without fixes needs no fixer
+
         outcome = fix_source(session, path, source, unsafe)
         remaining = list(outcome.diagnostics)
         if outcome.error:
@@ -94,7 +95,7 @@ def _check(files, unreadable, settings: Settings, progress, jobs: int, use_cache
     if use_cache:
         from .engine.snapshot import RunKey, Snapshots
 
-        snapshots = Snapshots(Path(cache_dir) if cache_dir else None)
+        snapshots = Snapshots(cache_dir or None)
         key = RunKey(files, settings)
         found = snapshots.findings(key)
         if found is not None:
@@ -118,7 +119,7 @@ def _check_each(files, settings: Settings, progress, jobs: int, use_cache: bool,
     from .engine.parallel import check_files
 
     per_file = []
-    store = Cache.open(Path(cache_dir) if cache_dir else None) if use_cache else None
+    store = Cache.open(cache_dir or None) if use_cache else None
     if store is not None:
         result.warnings.extend(w for w in store.warnings if w not in result.warnings)
     for checked in check_files(files, settings, jobs=jobs, cache=store):
@@ -160,6 +161,8 @@ def write_back(path: str, source: SourceText, text: str) -> Optional[str]:
             return None  # already fixed, e.g. by another run at the same time
         if current != original:
             return "not fixed: the file changed on disk while it was being fixed"
+    from .engine.fix import atomic_write
+
     try:
         atomic_write(path, data)
     except OSError as exc:
@@ -168,6 +171,8 @@ def write_back(path: str, source: SourceText, text: str) -> Optional[str]:
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
+    import difflib
+
     lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                  fromfile=f"a/{path}", tofile=f"b/{path}")
     # A last line without a newline gets git's marker, so that the diff applies as a patch.

@@ -14,13 +14,12 @@ the same whichever files were linted before it, in this process or another.
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional, Set, Tuple
 
 from ..analysis.project import ProjectIndex, SymbolTable
-from .digests import digest
+from .digests import blake2b, digest
 
 ABSENT = "-"
 
@@ -29,7 +28,7 @@ def answer_digest(answer) -> str:
     """Digest of a lookup's answer: lists in their (file) order, sets sorted. ``repr`` of
     lists, tuples, strings and dataclasses of strings is the same in every process."""
     text = repr(sorted(answer)) if isinstance(answer, (set, frozenset)) else repr(answer)
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 @dataclass

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import fields
+
+try:  # CPython's own BLAKE2 (what hashlib.blake2b is), without loading OpenSSL at start-up
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - interpreters without the module
+    from hashlib import blake2b
 
 
 def canonical(value) -> str:
@@ -23,4 +27,4 @@ def canonical(value) -> str:
 
 
 def digest(value) -> str:
-    return hashlib.blake2b(canonical(value).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    return blake2b(canonical(value).encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from pathlib import Path
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 
@@ -169,7 +168,7 @@ class _GitignoreStack:
             if dir_only and not is_dir:
                 continue
             try:
-                rel = Path(os.path.relpath(path, base)).as_posix()
+                rel = os.path.relpath(path, base).replace(os.sep, "/")
             except ValueError:
                 continue
             if rel.startswith(".."):

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from pathlib import Path
 from typing import List, Tuple, Union
 
 
-def module_name_for(path: Union[str, Path]) -> Tuple[str, str]:
+def module_name_for(path: "Union[str, os.PathLike[str]]") -> Tuple[str, str]:
     """(dotted module name, package) from the file's position among ``__init__.py`` folders."""
     folder, name = os.path.split(os.fspath(path))
     stem = os.path.splitext(name)[0]
@@ -26,22 +25,30 @@ def module_name_for(path: Union[str, Path]) -> Tuple[str, str]:
 @lru_cache(maxsize=4096)
 def _folder(folder_name: str) -> Tuple[Tuple[str, ...], str]:
     """A file's folder as its dotted package parts and its own name (once per folder)."""
-    folder = Path(folder_name)
-    return _package_parts(str(folder)), folder.name
+    _, names = _split(folder_name)
+    return _package_parts(folder_name), names[-1] if names else ""
 
 
 @lru_cache(maxsize=4096)
 def _package_parts(folder_name: str) -> Tuple[str, ...]:
     """The dotted package a folder is (its chain of ``__init__.py`` folders), once per folder
-    and run (cleared when a session starts)."""
-    folder = Path(folder_name)
+    and run (cleared when a session starts). A relative folder is followed up to its first
+    name only, not above the working directory."""
+    anchor, names = _split(folder_name)
     parts: List[str] = []
-    while (folder / "__init__.py").is_file() and folder.name:
-        parts.insert(0, folder.name)
-        if folder.parent == folder:
-            break
-        folder = folder.parent
+    while names and os.path.isfile(os.path.join(anchor, *names, "__init__.py")):
+        parts.insert(0, names.pop())
     return tuple(parts)
+
+
+def _split(folder_name: str) -> Tuple[str, List[str]]:
+    """(anchor, names) of a folder, read as pathlib reads it: the drive and root, then the
+    names without empty and ``.`` parts."""
+    drive, rest = os.path.splitdrive(folder_name)
+    if os.altsep:
+        rest = rest.replace(os.altsep, os.sep)
+    anchor = drive + (os.sep if rest.startswith(os.sep) else "")
+    return anchor, [name for name in rest.split(os.sep) if name not in ("", ".")]
 
 
 def forget_folders() -> None:

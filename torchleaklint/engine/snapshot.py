@@ -17,15 +17,13 @@ reuse.
 
 from __future__ import annotations
 
-import hashlib
 import os
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..diagnostics import Diagnostic
 from .cache import (FORMAT, content_hash, default_cache_dir, read_pickle, tool_fingerprint, trusted_stat,
                     write_pickle)
-from .digests import canonical
+from .digests import blake2b, canonical
 from .modules import forget_folders, module_name_for
 
 KEPT = 8  # snapshots kept (different path sets or settings), most recent first
@@ -39,7 +37,7 @@ class RunKey:
         # Files too recently modified to be trusted by their stat: path -> content hash.
         self.racy: Dict[str, str] = {}
         forget_folders()
-        h = hashlib.blake2b(canonical([os.getcwd(), settings]).encode("utf-8", "surrogatepass"), digest_size=16)
+        h = blake2b(canonical([os.getcwd(), settings]).encode("utf-8", "surrogatepass"), digest_size=16)
         for path in files:
             try:
                 st = os.stat(path)
@@ -68,9 +66,9 @@ def _unchanged(racy: Dict[str, str]) -> bool:
 class Snapshots:
     """The last few runs' findings, in one small file beside the per-file cache."""
 
-    def __init__(self, folder: Optional[Path] = None) -> None:
-        folder = Path(folder if folder is not None else default_cache_dir())
-        self.path = folder / f"runs-{tool_fingerprint()[:20]}.pickle"
+    def __init__(self, folder: "Optional[str | os.PathLike[str]]" = None) -> None:
+        folder = os.fspath(folder if folder is not None else default_cache_dir())
+        self.path = os.path.join(folder, f"runs-{tool_fingerprint()[:20]}.pickle")
         self.warnings: List[str] = []
         # key -> (racy files' hashes, ((path, findings), ...))
         self._runs: Optional[Dict[str, Tuple[Dict[str, str], Tuple[Tuple[str, Tuple[Diagnostic, ...]], ...]]]] = None

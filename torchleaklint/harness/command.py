@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import click
 
@@ -86,6 +85,8 @@ def verify(rules, steps, device, output_format, plot_dir, jobs, timeout) -> None
             out.width = max(out.width, 120)  # logs and pipes: keep each rule on one row
         render_table(out, verdicts, steps)
     if plot_dir:
+        from pathlib import Path
+
         for path in write_plots(verdicts, Path(plot_dir), steps):
             click.echo(f"wrote {path}", err=True)
     sys.stdout.flush()
