@@ -35,8 +35,6 @@ KNOWN_MISSES = {
         "the copied object is an element of a list built by a factory; no module evidence reaches it",
     "TLL006/positive/activation_stats_hook.py":
         "the graph-carrying value is a forward-hook argument: hook callers are inside torch",
-    "TLL006/positive/ema_teacher_without_no_grad.py":
-        "parameters of another module iterated with zip(...parameters()) are not followed as graph sources",
     "TLL006/positive/npid_memory_bank.py":
         "the forward's callers are not in the file and the layer is not built inside another module",
     "TLL006/positive/seed004_feature_normalizer_sim.py":

@@ -9,7 +9,8 @@ from ..analysis.callers import argument_evidence
 from ..analysis.graph import STRONG
 from ..analysis.module_index import expr_keys
 from ..analysis.names import dotted
-from ..diagnostics import SAFE, UNSAFE, Fix
+from ..analysis.parameter_loops import ModuleTensor, bare_reads, module_tensor_names
+from ..diagnostics import SAFE, UNSAFE, Diagnostic, Fix
 from .base import Invalid, Rule, RuleContext
 from .detach_fix import carrying_parts
 
@@ -26,6 +27,12 @@ class RunningStatWithGrad(Rule):
     `self.running_mean = m * self.running_mean + (1 - m) * x.mean(0)`,
     `self.running_var.mul_(m).add_(v)`, `self.stats = self.stats + batch_stats`. The graph
     may come from the method itself or from what callers in the linted files pass in.
+
+    It also finds EMA and target-network copies that walk two modules' tensors and update
+    one from the other's parameters in place, outside `no_grad`:
+    `for t, p in zip(target.parameters(), model.parameters()): t.mul_(d).add_(p, alpha=1 - d)`.
+    A parameter records autograd, so each update links the copy into the model's graph
+    and onto the previous update's: the chain grows by a few nodes per tensor and step.
 
     ## Why is this bad
     The updated statistic references the graph of the batch that produced it, and through
@@ -50,7 +57,8 @@ class RunningStatWithGrad(Rule):
     The fix appends `.detach()` to the graph-carrying operand(s) of the update. It is
     **safe** when the graph evidence is strong: the statistic is descriptive and gradients
     through it were never used by an optimizer step. It is unsafe when the evidence is a
-    naming convention.
+    naming convention, and for a copy of another module's parameters (a forward of the
+    copy outside `no_grad` could have backpropagated into the model through it).
 
     ## Memory impact
     One graph per update for as long as the object lives (usually the whole run).
@@ -114,9 +122,13 @@ class Norm(nn.Module):
             return
         analysis = ctx.analysis
         for scope in analysis.index.scopes:
-            if not scope.is_function or not scope.class_name or scope.name in ("__init__", "reset_parameters"):
+            if not scope.is_function or scope.name in ("__init__", "reset_parameters"):
                 continue
-            if analysis.grad.scope_off(scope):
+            for stmt in scope.statements:
+                copied = _parameter_update(stmt, analysis.index.ctx(stmt))
+                if copied is not None and not analysis.grad.stmt_off(stmt):
+                    yield self._parameter_diagnostic(ctx, stmt, *copied)
+            if not scope.class_name or analysis.grad.scope_off(scope):
                 continue
             for stmt in scope.statements:
                 found = _update(stmt, analysis.flow, scope)
@@ -141,6 +153,20 @@ class Norm(nn.Module):
                 if via:
                     notes.append(f"argument: {via}")
                 yield self.diagnostic(ctx, stmt, message, fix, notes)
+
+    def _parameter_diagnostic(self, ctx: RuleContext, stmt, name: str, target: ModuleTensor,
+                              reads: List[ast.Name], source: ModuleTensor) -> Diagnostic:
+        # Unsafe: a later backward through the copy (a teacher forward outside no_grad)
+        # would have reached the source parameters, and no longer does.
+        fix = Fix(UNSAFE, "Detach the parameter the update reads",
+                  tuple(ctx.insert_after(read, ".detach()") for read in reads))
+        read = reads[0].id
+        message = (f"`{name}`, a {target.kind} of `{target.module}`, is updated in place from `{read}`, a "
+                   f"parameter of `{source.module}`, without `.detach()` or `no_grad`; every update extends "
+                   f"a graph that the copy keeps alive")
+        notes = [f"graph: `{read}` iterates over `{source.module}.parameters()`, leaves that record autograd",
+                 "a loop over two modules' tensors updating one from the other: an EMA or target-network copy"]
+        return self.diagnostic(ctx, stmt, message, fix, notes)
 
     @staticmethod
     def _evidence(analysis, scope, stmt, operands, accumulation):
@@ -210,12 +236,7 @@ def _update(stmt, flow=None, scope=None) -> Optional[Tuple[str, List[ast.AST], b
         return attr, [stmt.value], isinstance(stmt.op, (ast.Add, ast.Sub))
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         call = stmt.value
-        args: List[ast.AST] = []
-        node = call
-        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in INPLACE_UPDATES:
-            args.extend(node.args)
-            args.extend(k.value for k in node.keywords)
-            node = node.func.value
+        node, args = _update_chain(call)
         attr = dotted(node)
         if node is call or not attr or not attr.startswith("self.") or attr.count(".") != 1:
             return None
@@ -223,6 +244,39 @@ def _update(stmt, flow=None, scope=None) -> Optional[Tuple[str, List[ast.AST], b
             return None
         return attr, args, False
     return None
+
+
+def _parameter_update(stmt, where) -> Optional[Tuple[str, ModuleTensor, List[ast.Name], ModuleTensor]]:
+    """``for ema_p, p in zip(ema.parameters(), model.parameters()): ema_p.mul_(d).add_(p)``:
+    an in-place update of one module's tensor from another module's parameter, read with its
+    graph. (name, its module tensor, the reads of the parameter, the parameter's module)."""
+    if where is None or not where.loops or not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return None
+    call = stmt.value
+    node, args = _update_chain(call)
+    if node is call or not isinstance(node, ast.Name) or not _chain_has_inplace(call):
+        return None
+    names = module_tensor_names(where.loops)
+    target = names.get(node.id)
+    if target is None:
+        return None
+    sources = {n: t for n, t in names.items()
+               if t.kind == "parameter" and t.module != target.module and n != node.id}
+    reads = [read for arg in args for read in bare_reads(arg, sources)]
+    if not reads:
+        return None
+    return node.id, target, reads, sources[reads[0].id]
+
+
+def _update_chain(call: ast.Call) -> Tuple[ast.AST, List[ast.AST]]:
+    """``x.mul_(m).add_(v, alpha=a)``: the tensor updated (``x``) and the chain's arguments."""
+    args: List[ast.AST] = []
+    node: ast.AST = call
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in INPLACE_UPDATES:
+        args.extend(node.args)
+        args.extend(k.value for k in node.keywords)
+        node = node.func.value
+    return node, args
 
 
 def _operands_without_subscripts(expr, attr) -> List[ast.AST]:
