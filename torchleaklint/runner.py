@@ -40,6 +40,7 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
                                                     settings.respect_gitignore, unreadable)
     if not (fix or diff):
         return _check(files, unreadable, settings, progress, jobs, cache, cache_dir)
+    from .engine.fix import fix_source  # here: a check without fixes needs no fixer
     from .engine.lint import LintSession, read_source
     from .engine.notebook import NotebookSource
 
@@ -61,8 +62,6 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
         if isinstance(source, Diagnostic):
             result.diagnostics.append(source)
             continue
-        from .engine.fix import fix_source  # here: a check without fixes needs no fixer
-
         outcome = fix_source(session, path, source, unsafe)
         remaining = list(outcome.diagnostics)
         if outcome.error:

@@ -24,21 +24,15 @@ def module_name_for(path: "Union[str, os.PathLike[str]]") -> Tuple[str, str]:
 
 @lru_cache(maxsize=4096)
 def _folder(folder_name: str) -> Tuple[Tuple[str, ...], str]:
-    """A file's folder as its dotted package parts and its own name (once per folder)."""
-    _, names = _split(folder_name)
-    return _package_parts(folder_name), names[-1] if names else ""
-
-
-@lru_cache(maxsize=4096)
-def _package_parts(folder_name: str) -> Tuple[str, ...]:
-    """The dotted package a folder is (its chain of ``__init__.py`` folders), once per folder
-    and run (cleared when a session starts). A relative folder is followed up to its first
-    name only, not above the working directory."""
+    """A file's folder as its dotted package (its chain of ``__init__.py`` folders) and its
+    own name, once per folder and run (cleared when a session starts). A relative folder is
+    followed up to its first name only, not above the working directory."""
     anchor, names = _split(folder_name)
+    own = names[-1] if names else ""
     parts: List[str] = []
     while names and os.path.isfile(os.path.join(anchor, *names, "__init__.py")):
         parts.insert(0, names.pop())
-    return tuple(parts)
+    return tuple(parts), own
 
 
 def _split(folder_name: str) -> Tuple[str, List[str]]:
@@ -53,5 +47,4 @@ def _split(folder_name: str) -> Tuple[str, List[str]]:
 
 def forget_folders() -> None:
     """Folders may have gained or lost an ``__init__.py`` since they were looked at."""
-    _package_parts.cache_clear()
     _folder.cache_clear()
