@@ -6,10 +6,10 @@ printing plain text loads none of them.
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable, Dict, Iterable
 
 from ..diagnostics import Diagnostic
+from ..lazy import load
 
 # Human formats are printed by TextReporter; machine formats are rendered whole.
 TEXT_FORMATS = ("text", "concise", "full")
@@ -27,8 +27,7 @@ FORMATS = TEXT_FORMATS + tuple(RENDERERS)
 
 def renderer(output_format: str) -> Callable[[Iterable[Diagnostic]], str]:
     """The function that renders a machine format (a key of ``RENDERERS``)."""
-    module_name, _, function = RENDERERS[output_format].rpartition(".")
-    return getattr(importlib.import_module(f"{__name__}.{module_name}"), function)
+    return load(__name__, RENDERERS[output_format])
 
 
 __all__ = ["FORMATS", "RENDERERS", "TEXT_FORMATS", "renderer"]

@@ -7,8 +7,9 @@ come from the cache, or a configuration check, needs only the codes.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Dict, List, Type
+
+from ..lazy import load
 
 if TYPE_CHECKING:  # pragma: no cover
     from .base import Rule
@@ -37,8 +38,7 @@ RULES_BY_CODE: Dict[str, Type["Rule"]]
 def _load() -> List[Type["Rule"]]:
     rules = []
     for code, target in REGISTRY.items():
-        module_name, _, class_name = target.rpartition(".")
-        rule = getattr(importlib.import_module(f"{__name__}.{module_name}"), class_name)
+        rule = load(__name__, target)
         if rule.code != code:
             raise ImportError(f"registry entry {code} names {target}, whose code is {rule.code}")
         rules.append(rule)
