@@ -91,7 +91,11 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
         return None
     # The value escapes every loop between the store and the container's creation.
     outside = [d for d in reaching if not contains(loop, d.stmt)] or reaching
-    escaped = [l for l in ctx.loops if not any(contains(l, d.stmt) for d in outside)]
+    # A loop whose iterations re-create the value only sometimes (``if n % log_every == 0:
+    # total = 0``) does not bound it: the value still spans several of its iterations.
+    escaped = [l for l in ctx.loops
+               if not any(contains(l, d.stmt) and d.stmt is not stmt and every_iteration(analysis, d.stmt, l)
+                          for d in outside)]
     first = min(outside, key=lambda d: d.start)
     return Escape(f"`{key}` is created before the loop (line {first.stmt.lineno}) and outlives each iteration",
                   escaped[0] if escaped else loop)

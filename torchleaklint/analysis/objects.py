@@ -93,7 +93,8 @@ class ObjectKinds:
             return None
         if key == "self" and scope.class_name and self.project is not None:
             if self.project.is_module_class(self.index.module_name, scope.class_name):
-                return ObjectKind("module", f"`{scope.class_name}` derives from nn.Module")
+                return ObjectKind("module", f"`{scope.class_name}` derives from nn.Module",
+                                  class_ref=(self.index.module_name, scope.class_name))
             return ObjectKind("instance", f"instance of `{scope.class_name}`",
                               class_ref=(self.index.module_name, scope.class_name))
         guard = (id(scope.node), key, id(stmt))
@@ -245,7 +246,9 @@ class ObjectKinds:
             module, name = cls
             if self.project.is_module_class(module, name):
                 kind = "loss_module" if name.lower().endswith(("loss", "criterion")) else "module"
-                return ObjectKind(kind, f"an instance of `{name}`, which derives from nn.Module")
+                # The class is kept so that calls of its own methods (``model.act(obs)``,
+                # ``net.get_loss(...)``) resolve to their summaries.
+                return ObjectKind(kind, f"an instance of `{name}`, which derives from nn.Module", class_ref=cls)
             return ObjectKind("instance", f"an instance of `{name}`", class_ref=cls)
         return self._built_by_factory(func, scope, stmt)
 
@@ -278,7 +281,7 @@ class ObjectKinds:
         func = call.func
         if isinstance(func, ast.Attribute) and (func.attr in NON_FORWARD_METHODS or func.attr.startswith("__")):
             return None
-        if self.index.imports.qualname(func) is not None:
+        if self.index.imports.qualname(func) is not None and not self._rebound_import(func, scope, stmt):
             return None  # a library function or constructor (``torchvision.models.resnet50(...)``), not a model
         kind = self.kind_of(func, scope, stmt)
         if kind is not None and kind.kind == "module":
@@ -293,6 +296,15 @@ class ObjectKinds:
             if base is not None and base.kind == "module":
                 return Evidence(f"output of `{dotted(func)}` ({base.why})", call.lineno, strength=base.strength)
         return None
+
+    def _rebound_import(self, func, scope: Scope, stmt) -> bool:
+        """``import model`` then ``model = model.NCF(...)``: the name now holds an object."""
+        if not isinstance(func, ast.Name):
+            return False
+        defs = self.analysis.flow.reaching(scope, func.id, stmt)
+        if not defs and scope.parent is not None:
+            defs = self.index.module_scope.defs_of(func.id)
+        return any(d.kind not in ("import", "def") for d in defs)
 
     def resolve_class(self, func, scope: Scope) -> Optional[Tuple[str, str]]:
         if self.project is None:

@@ -108,6 +108,7 @@ class ProjectIndex:
     def __init__(self, loader: Optional[Callable[[str], object]] = None, cache_size: int = 64) -> None:
         self.tables: Dict[str, SymbolTable] = {}
         self._suffixes: Dict[str, List[str]] = {}
+        self._path_suffixes: Dict[str, List[str]] = {}  # dotted file paths, for namespace packages
         self._loader = loader
         self._cache: "OrderedDict[str, object]" = OrderedDict()
         self._cache_size = cache_size
@@ -123,6 +124,11 @@ class ProjectIndex:
         parts = table.module.split(".")
         for i in range(len(parts)):
             self._suffixes.setdefault(".".join(parts[i:]), []).append(table.module)
+        # Folders without ``__init__.py`` are namespace packages to Python: a script run
+        # from the repository root imports ``runners/misc.py`` as ``runners.misc``.
+        folders = _path_parts(getattr(table, "path", "") or "")
+        for i in range(len(folders) - 1):
+            self._path_suffixes.setdefault(".".join(folders[i:]), []).append(table.module)
         self._by_simple = None
         self._call_sites = None
 
@@ -154,6 +160,10 @@ class ProjectIndex:
         found = self._suffixes.get(dotted_name)
         if found and len(found) == 1:
             return found[0]
+        if not found:
+            found = self._path_suffixes.get(dotted_name)
+            if found and len(found) == 1:
+                return found[0]
         return None
 
     def resolve_symbol(self, qualified: str) -> Optional[Tuple[str, str]]:
@@ -307,3 +317,16 @@ class ProjectIndex:
             if scope.qualname == ref.qualname and isinstance(scope.node, FUNC_TYPES):
                 return analysis, scope
         return None
+
+
+def _path_parts(path: str) -> List[str]:
+    """``runners/misc.py`` -> ["runners", "misc"]; ``pkg/__init__.py`` -> ["pkg"]."""
+    names = [n for n in path.replace("\\", "/").split("/") if n not in ("", ".", "..")]
+    if not names or not names[-1].endswith((".py", ".pyi", ".ipynb")):
+        return []
+    stem = names[-1].rsplit(".", 1)[0]
+    names = names[:-1] if stem == "__init__" else names[:-1] + [stem]
+    start = len(names)
+    while start > 0 and names[start - 1].isidentifier():
+        start -= 1  # only the trailing run of names that can be imported
+    return names[start:]

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
-from .module_index import Scope, expr_keys
+from .module_index import Scope, container_key, expr_keys
 from .names import dotted, looks_like_loss_name
 
 
@@ -117,9 +117,14 @@ class FunctionSummary:
                 stmt = _stmt_of(self.analysis, self.scope, expr)
                 kind = kinds.value_kind(expr, self.scope, stmt) if stmt is not None else None
                 if (kind is None or kind.strength != STRONG or not (kind.is_module or kind.kind == "instance")
-                        or (found is not None and (found.kind, found.class_ref) != (kind.kind, kind.class_ref))):
+                        or (found is not None and found.kind != kind.kind)):
                     found = None
                     break
+                if found is not None and found.class_ref != kind.class_ref:
+                    if not kind.is_module:
+                        found = None  # instances of two different project classes
+                        break
+                    found = replace(found, class_ref=None)  # modules of several classes: still a module
                 found = found or kind
         finally:
             project.in_progress.discard(key)
@@ -134,12 +139,13 @@ class FunctionSummary:
         sinks: List[ParamSink] = []
         params = list(self.scope.params)
         offset = 1 if params and params[0] in ("self", "cls") else 0
+        elements = _element_names(self.scope)
         for stmt in self.scope.statements:
             how = None
             target = None
             value = None
             if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Add, ast.Sub)):
-                target, value = dotted(stmt.target), stmt.value
+                target, value = container_key(stmt.target), stmt.value
                 how = "accumulates it into `{}`"
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = dotted(stmt.targets[0])
@@ -150,17 +156,25 @@ class FunctionSummary:
                 func = stmt.value.func
                 if isinstance(func, ast.Attribute) and func.attr in ("append", "extend", "insert", "appendleft"):
                     target = dotted(func.value)
-                    value = stmt.value
+                    value = stmt.value.args[-1] if stmt.value.args else None
                     how = "stores it in `{}`"
-            if not how or not target or not target.startswith("self."):
+            if not how or not target or not target.startswith("self.") or value is None:
                 continue
             used = expr_keys(value)
+            used = used | {elements[n] for n in used if n in elements}
             for i, name in enumerate(params[offset:]):
                 rebound = any(d.kind != "param" for d in self.scope.defs_of(name))
-                if name in used and not rebound:
+                if name in used and not rebound and self._keeps_graph_of(name, value, stmt):
                     sinks.append(ParamSink(i, name, stmt.lineno, how.format(target)))
         self.__dict__["_sinks"] = sinks
         return sinks
+
+
+    def _keeps_graph_of(self, param: str, value, stmt) -> bool:
+        """Would the stored value carry the argument's graph? ``self.sum += val.item() * n``
+        and ``self.values.append(val.detach())`` keep none of it."""
+        oracle = self.analysis.graph.assuming(self.scope, param)
+        return oracle.carrying(value, stmt) is not None
 
 
 class CallSummary:
@@ -208,6 +222,33 @@ class CallSummary:
 
     def whole(self):
         return self.position(None)
+
+
+def _element_names(scope: Scope) -> dict:
+    """Loop variables that take the elements of a parameter: ``for v in values``,
+    ``for i, v in enumerate(values)``, ``for a, b in zip(xs, ys)`` (name -> parameter).
+    A meter's ``update(values)`` that sums a list element by element sums the list."""
+    found = {}
+    params = set(scope.params)
+    for stmt in scope.statements:
+        if not isinstance(stmt, (ast.For, ast.AsyncFor)):
+            continue
+        source, target = stmt.iter, stmt.target
+        pairs = []
+        if isinstance(source, ast.Name):
+            pairs = [(target, source)]
+        elif isinstance(source, ast.Call) and isinstance(source.func, ast.Name) and source.args:
+            how = source.func.id
+            if how in ("reversed", "list", "tuple", "iter") and len(source.args) == 1:
+                pairs = [(target, source.args[0])]
+            elif how == "enumerate" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                pairs = [(target.elts[1], source.args[0])]
+            elif how == "zip" and isinstance(target, ast.Tuple) and len(target.elts) == len(source.args):
+                pairs = list(zip(target.elts, source.args))
+        for name, iterable in pairs:
+            if isinstance(name, ast.Name) and isinstance(iterable, ast.Name) and iterable.id in params:
+                found[name.id] = iterable.id
+    return found
 
 
 def argument_for(call: ast.Call, index: int, name: str):
