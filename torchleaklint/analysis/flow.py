@@ -48,6 +48,8 @@ class Flow:
                 # A finished loop's target keeps its last value.
                 out.append(d)
                 continue
+            if any(self._overwrites(later, d, scope) for later in out):
+                continue  # ``loss = f(x); loss.backward(); loss = loss.item()`` in one branch
             out.append(d)
             if self.dominates(d, use_stmt):
                 break
@@ -58,6 +60,28 @@ class Flow:
                 if d.start >= use_pos and contains(outer, d.stmt) and d not in out:
                     out.append(d)
         return out
+
+    def _overwrites(self, later: Def, d: Def, scope: Scope) -> bool:
+        """Does ``later`` rebind the name whenever ``d`` ran? It does when both sit in the
+        same block, ``later`` after ``d``, with no jump (break, continue, return, raise)
+        between them."""
+        if later.kind != "assign" or d.kind == "param" or later.start <= d.start:
+            return False
+        ix = self.analysis.index
+        lctx, dctx = ix.ctx(later.stmt), ix.ctx(d.stmt)
+        if lctx is None or dctx is None or lctx.scope is not dctx.scope:
+            return False
+        if len(lctx.blocks) != len(dctx.blocks) or not all(a is b for a, b in zip(lctx.blocks, dctx.blocks)):
+            return False
+        after, before = d.end, later.start
+        return not any(after <= start_of(jump) < before for jump in self._jumps(scope))
+
+    def _jumps(self, scope: Scope) -> List[ast.AST]:
+        found = self._closure_memo.get(("jumps", id(scope.node)))
+        if found is None:
+            found = [s for s in scope.statements if isinstance(s, (ast.Break, ast.Continue, ast.Return, ast.Raise))]
+            self._closure_memo[("jumps", id(scope.node))] = found
+        return found
 
     # -- data flow ----------------------------------------------------------------------
     def sources_of(self, scope: Scope, keys: Iterable[str]) -> Set[str]:
