@@ -169,7 +169,8 @@ for x in batches:
                     continue
                 if legitimate_keep(analysis, scope, site.container, site.stmt, escape.loop) is not None:
                     continue
-                if not self._trains(analysis, scope, escape.loop):
+                trains = self._trains(analysis, scope, escape.loop)
+                if not trains and not _forward_kept_without_backward(analysis, scope, site, evidence, escape):
                     continue  # no backward pass runs: a forward being built or evaluation (TLL009)
                 stores = [s.stmt for s in all_stores(analysis, scope) if s.container == site.container]
                 owner = scope
@@ -182,8 +183,14 @@ for x in batches:
                 if len(value) > 40:
                     value = value[:37] + "..."
                 lifetime = "iteration" if escape.loop is not None else "call"
-                message = (f"`{value}` carries an autograd graph and is stored in `{site.container}`, "
-                           f"which outlives the {lifetime}; each step's graph stays alive")
+                if trains:
+                    message = (f"`{value}` carries an autograd graph and is stored in `{site.container}`, "
+                               f"which outlives the {lifetime}; each step's graph stays alive")
+                else:
+                    message = (f"`{value}` carries an autograd graph and is stored in `{site.container}`, "
+                               f"which outlives the iteration; no backward pass runs here and grad is on "
+                               f"(no `no_grad` on any path to this loop), so every iteration's graph and "
+                               f"saved activations stay alive")
                 if evidence.strength == CONVENTION:
                     message += " (evidence is a naming convention)"
                 notes = [f"graph: {evidence.describe()}", f"lifetime: {escape.text}"]
@@ -202,6 +209,24 @@ for x in batches:
         project = analysis.project
         return (scope.name == "training_step" and scope.class_name is not None and project is not None
                 and project.is_lightning_class(analysis.index.module_name, scope.class_name))
+
+
+def _forward_kept_without_backward(analysis, scope, site, evidence, escape) -> bool:
+    """A loop that keeps forward outputs or losses of its own and never runs a backward
+    (``samples.append(G(z))`` in a sampling script without ``no_grad``): each kept value
+    holds its whole graph with the activations saved for a backward that never comes.
+    Only a local (or module-level) container filled in a loop of this function, with
+    proof from a module call or a loss (not a naming convention), outside the methods of
+    an nn.Module (whose outputs feed their caller's graph)."""
+    if escape.loop is None or evidence.strength == CONVENTION or "." in site.container:
+        return False
+    if function_calls_backward(analysis, scope) is not None:
+        return False  # a backward runs in this call (retained graphs are TLL008's)
+    project = analysis.project
+    if scope.class_name and project is not None and project.is_module_class(analysis.index.module_name,
+                                                                            scope.class_name):
+        return False
+    return not any(site.kind == "grad" for site in scope.backward_sites)
 
 
 _CONTAINER_CLASSES = frozenset({"list", "dict", "set", "deque", "defaultdict", "OrderedDict", "Counter",
