@@ -232,9 +232,33 @@ def legitimate_keep(analysis, scope: Scope, key: str, stmt, loop) -> Optional[Ke
     ret = flow.flows_into_return(scope, key)
     if ret is not None:
         backward = loop_calls_backward(analysis, scope, loop) if loop is not None else function_calls_backward(analysis, scope)
-        if backward is None and callers_may_backpropagate(analysis, scope):
+        if backward is None and callers_may_backpropagate(analysis, scope) and not _returned_graph_free(analysis, scope, key):
             return Keep(f"`{key}` is returned to the caller (line {ret}), which may backpropagate it")
     return None
+
+
+def _returned_graph_free(analysis, scope: Scope, key: str) -> bool:
+    """Is every returned value that ``key`` flows into proven to carry no graph? A project
+    helper that reduces the kept losses to floats (``return model.epoch_end(outputs)``,
+    whose summary returns ``.item()``s) gives the caller nothing to backpropagate."""
+    from .graph import _explicitly_detached
+    from .module_index import expr_keys
+    from .summaries import _stmt_of
+
+    found = False
+    for expr in scope.returns:
+        if key not in analysis.flow.sources_of(scope, expr_keys(expr)):
+            continue
+        found = True
+        if _explicitly_detached(expr):
+            continue
+        stmt = _stmt_of(analysis, scope, expr)
+        if not isinstance(expr, ast.Call) or stmt is None:
+            return False
+        summary = analysis.graph.kinds.call_summary(expr, scope, stmt, 0)
+        if summary is None or summary.ambiguous or analysis.graph.carrying(expr, stmt) is not None:
+            return False
+    return found
 
 
 def _scopes_using(analysis, scope: Scope, key: str):

@@ -107,6 +107,12 @@ class ObjectKinds:
             self._busy.discard(guard)
         if found is not None:
             return found
+        if isinstance(expr, ast.Attribute):
+            owner = self.kind_of(expr.value, scope, stmt, depth + 1)
+            if owner is not None and owner.class_ref is not None and owner.strength == STRONG:
+                found = self._attribute_kind(owner, expr.attr, depth)
+                if found is not None:
+                    return found
         used = self._used_as_module(key, scope)
         if used is not None:
             return ObjectKind("module", used)
@@ -115,6 +121,21 @@ class ObjectKinds:
         if (name and self.index.torch_aware and looks_like_module_name(name, extra) and not name[:1].isupper()
                 and not self.is_project_callable(expr, scope) and self._origin_unknown(key, scope, stmt)):
             return ObjectKind("module", f"`{key}` is named like a model", CONVENTION)
+        return None
+
+    def _attribute_kind(self, owner: ObjectKind, attr: str, depth: int) -> Optional[ObjectKind]:
+        """``model.decoder1`` where ``model`` is an instance of a project class: what the
+        class's constructor binds to ``self.decoder1``."""
+        project = self.project
+        for ref in project.methods_in_hierarchy(owner.class_ref[0], owner.class_ref[1], "__init__"):
+            found = project.scope_for(ref)
+            if found is None:
+                continue
+            analysis, init = found
+            for d in init.defs_of(f"self.{attr}"):
+                kind = analysis.graph.kinds._def_kind(d, init, depth + 1)
+                if kind is not None:
+                    return replace(kind, why=f"`{attr}` of {owner.why}, {kind.why}")
         return None
 
     def _used_as_module(self, key, scope) -> Optional[str]:
@@ -198,7 +219,9 @@ class ObjectKinds:
                     if self.project.is_module_class(*cls):
                         return ObjectKind("module", f"annotated `{cls[1]}`, an nn.Module")
                     return ObjectKind("instance", f"annotated `{cls[1]}`", class_ref=cls)
-            return None
+            from .param_kinds import kind_from_callers
+
+            return kind_from_callers(self, scope, d.key, depth)
         if d.kind == "for" and d.value is not None:
             base = self.kind_of(d.value, scope, d.stmt, depth + 1)
             return base if base is not None and base.is_module else None
@@ -346,7 +369,10 @@ class ObjectKinds:
         if kind is not None:
             if kind.class_ref is not None:
                 return project.methods_in_hierarchy(kind.class_ref[0], kind.class_ref[1], method)
-            return []
+            if kind.strength != CONVENTION:
+                return []
+            # ``model.validation_step(batch)`` on a parameter named like a model: its class
+            # is unknown, so the project's methods of that name are the candidates.
         if method in BUILTIN_METHOD_NAMES and arity < 2:
             return []
         candidates = [ref for ref in project.functions_named(method) if "." in ref.qualname]

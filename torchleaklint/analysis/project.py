@@ -316,6 +316,9 @@ class ProjectIndex:
         for scope in analysis.index.scopes:
             if scope.qualname == ref.qualname and isinstance(scope.node, FUNC_TYPES):
                 return analysis, scope
+        module_scope = analysis.index.module_scope
+        if ref.qualname == module_scope.qualname:
+            return analysis, module_scope  # calls made by the module's own top-level code (scripts, notebooks)
         return None
 
 

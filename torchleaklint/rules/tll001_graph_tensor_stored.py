@@ -197,6 +197,29 @@ for x in batches:
                 if why:
                     notes.append(f"fix: {why}")
                 yield self.diagnostic(ctx, site.stmt, message, fix, notes)
+            yield from self._comprehension_keeps(ctx, scope)
+
+    def _comprehension_keeps(self, ctx, scope):
+        """``outputs = [model.validation_step(b) for b in loader]`` where no backward runs:
+        the list holds one graph per element, with the activations saved for a backward
+        that never comes."""
+        analysis = ctx.analysis
+        if not _no_backward_outside_modules(analysis, scope):
+            return
+        for stmt in scope.statements:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and isinstance(stmt.value, ast.ListComp)):
+                continue
+            key = stmt.targets[0].id
+            evidence = analysis.graph.carrying(stmt.value, stmt)
+            if evidence is None or evidence.strength == CONVENTION:
+                continue
+            if legitimate_keep(analysis, scope, key, stmt, None) is not None:
+                continue
+            message = (f"`{key}` keeps one graph-carrying value per element of the comprehension; no backward "
+                       f"pass runs here and grad is on (no `no_grad` on any path to it), so every element's "
+                       f"graph and saved activations stay alive")
+            yield self.diagnostic(ctx, stmt, message, None, [f"graph: {evidence.describe()}"])
 
     @staticmethod
     def _trains(analysis, scope, loop) -> bool:
@@ -220,13 +243,19 @@ def _forward_kept_without_backward(analysis, scope, site, evidence, escape) -> b
     an nn.Module (whose outputs feed their caller's graph)."""
     if escape.loop is None or evidence.strength == CONVENTION or "." in site.container:
         return False
-    if function_calls_backward(analysis, scope) is not None:
-        return False  # a backward runs in this call (retained graphs are TLL008's)
-    project = analysis.project
-    if scope.class_name and project is not None and project.is_module_class(analysis.index.module_name,
-                                                                            scope.class_name):
+    if site.how == "setitem":
+        return False  # ``outputs[t] = out``: a buffer filled once per sequence, bounded by its size
+    return _no_backward_outside_modules(analysis, scope)
+
+
+def _no_backward_outside_modules(analysis, scope) -> bool:
+    """No backward (nor ``autograd.grad``) runs in this function, which is not a method of
+    an nn.Module (whose outputs feed the caller's graph)."""
+    if scope.backward_sites:
         return False
-    return not any(site.kind == "grad" for site in scope.backward_sites)
+    project = analysis.project
+    return not (scope.class_name and project is not None
+                and project.is_module_class(analysis.index.module_name, scope.class_name))
 
 
 _CONTAINER_CLASSES = frozenset({"list", "dict", "set", "deque", "defaultdict", "OrderedDict", "Counter",
