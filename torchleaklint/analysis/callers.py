@@ -29,7 +29,7 @@ def argument_evidence(analysis, scope: Scope, param: str, depth: int = 0):
     position = params.index(param) - offset
     if position < 0:
         return None
-    for name in sorted(_call_names(project, scope)):
+    for name in sorted(call_names(project, scope)):
         for found in project.callers(name, MAX_SITES) or ():
             if found is None:
                 continue
@@ -75,7 +75,7 @@ def _layer_input(analysis, scope: Scope, param: str):
                     f"modules (built in {built_in[0]})", scope.node.lineno, strength=CONVENTION)
 
 
-def _call_names(project, scope: Scope):
+def call_names(project, scope: Scope):
     """How calls of this function are spelled: its name, or for ``forward`` the names its
     class's instances are bound to."""
     if scope.name in ("forward", "__call__") and scope.class_name:
@@ -87,4 +87,4 @@ def has_known_callers(analysis, scope: Scope) -> bool:
     project = analysis.project
     if project is None:
         return False
-    return any(project.call_sites(name) for name in _call_names(project, scope))
+    return any(project.call_sites(name) for name in call_names(project, scope))

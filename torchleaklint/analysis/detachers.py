@@ -8,7 +8,9 @@ DETACH_METHODS = frozenset({"item", "tolist", "numpy", "detach", "detach_", "siz
                             "is_contiguous", "get_device", "equal", "allclose", "any", "all",
                             "count_nonzero", "__len__", "backward", "zero_", "storage",
                             "untyped_storage", "isclose", "sign", "has_names", "type", "state_dict",
-                            "asnumpy", "cpu_numpy"})
+                            "asnumpy", "cpu_numpy", "multinomial", "bernoulli", "bernoulli_"})
+# Draws from a ``torch.distributions`` object carry no graph (``rsample`` does).
+DISTRIBUTION_DRAWS = frozenset({"sample", "sample_n", "enumerate_support"})
 NON_CARRYING_ATTRS = frozenset({"shape", "dtype", "device", "grad", "data", "requires_grad",
                                 "is_leaf", "ndim", "grad_fn", "layout", "is_cuda", "names",
                                 "output_nr", "_version", "is_sparse", "itemsize", "nbytes", "batch_size",

@@ -100,6 +100,31 @@ class Flow:
                 todo.append(key.rsplit(".", 1)[0])
         return seen
 
+    def attached_sources_of(self, scope: Scope, keys: Iterable[str]) -> Set[str]:
+        """Like :meth:`sources_of`, but a value reaches ``keys`` only through definitions
+        that keep its graph: ``old = torch.stack(memory.logprobs).detach()`` cuts the path
+        from ``memory.logprobs``. Names without definitions here (object state, globals)
+        are followed as :meth:`sources_of` follows them."""
+        from .graph import _explicitly_detached
+        from .module_index import expr_keys
+
+        seen: Set[str] = set()
+        todo = list(keys)
+        while todo:
+            key = todo.pop()
+            if key in seen:
+                continue
+            seen.add(key)
+            defs = scope.defs_of(key)
+            if not defs:
+                todo.extend(scope.deps.get(key, ()))
+            for d in defs:
+                if d.kind in ("assign", "aug", "for", "with") and not _explicitly_detached(d.value):
+                    todo.extend(expr_keys(d.value))
+            if "." in key:
+                todo.append(key.rsplit(".", 1)[0])
+        return seen
+
     def backward_roots(self, scope: Scope) -> Set[str]:
         roots: Set[str] = set()
         for site in scope.backward_sites:

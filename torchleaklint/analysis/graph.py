@@ -15,7 +15,8 @@ from typing import Dict, Optional
 
 from .module_index import Def, Scope
 from .names import FUNCTIONAL_LOSSES, dotted, last_name, looks_like_loss_name
-from .detachers import (COPYING_BUILTINS, DETACH_BUILTINS, DETACH_METHODS, NON_CARRYING_ATTRS,  # noqa: F401
+from .detachers import (COPYING_BUILTINS, DETACH_BUILTINS, DETACH_METHODS, DISTRIBUTION_DRAWS,  # noqa: F401
+                        NON_CARRYING_ATTRS,
                         NUMERIC_NAMESPACES, TORCH_NON_CARRYING, VALUES_INDICES)
 from .objects import ObjectKinds
 
@@ -329,6 +330,8 @@ class GraphOracle:
             method = func.attr
             if method in DETACH_METHODS:
                 return None
+            if method in DISTRIBUTION_DRAWS and self._is_distribution(func.value, scope, stmt):
+                return None
             if qual.startswith("torch.") and not qual.startswith(("torch.nn.functional", "torch.Tensor")):
                 short = qual.rsplit(".", 1)[-1]
                 if short in TORCH_NON_CARRYING or short.endswith("_like"):
@@ -366,6 +369,17 @@ class GraphOracle:
                         return replace(ev, scalar=False)
                     return None
         return None
+
+    def _is_distribution(self, receiver, scope: Scope, stmt) -> bool:
+        """``dist`` bound to ``Categorical(...)``/``torch.distributions.Normal(...)``."""
+        imports = self.index.imports
+        values = [receiver]
+        key = dotted(receiver)
+        if key is not None:
+            values = [d.value for d in self.analysis.flow.reaching(scope, key, stmt) if d.kind == "assign"]
+        return bool(values) and all(
+            isinstance(v, ast.Call) and (imports.qualname(v.func) or "").startswith("torch.distributions.")
+            for v in values)
 
     def _loss_call(self, call, qual, scope, stmt, bindings=None, depth=0) -> Optional[Evidence]:
         """A loss of inputs that carry a graph. A loss of detached or plain inputs (metrics

@@ -222,7 +222,7 @@ def legitimate_keep(analysis, scope: Scope, key: str, stmt, loop) -> Optional[Ke
     flow = analysis.flow
     for other in _scopes_using(analysis, scope, key):
         for site in other.backward_sites:
-            sources = flow.sources_of(other, site.keys)
+            sources = flow.attached_sources_of(other, site.keys)
             if not (key in sources or ("." in key and any(s.endswith("." + key.rsplit(".", 1)[-1]) for s in sources))):
                 continue
             if site.retain_graph or other is not scope or loop is None or not contains(loop, site.call):

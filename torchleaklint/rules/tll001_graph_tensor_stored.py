@@ -170,8 +170,11 @@ for x in batches:
                 if legitimate_keep(analysis, scope, site.container, site.stmt, escape.loop) is not None:
                     continue
                 trains = self._trains(analysis, scope, escape.loop)
+                per_call = None
                 if not trains and not _forward_kept_without_backward(analysis, scope, site, evidence, escape):
-                    continue  # no backward pass runs: a forward being built or evaluation (TLL009)
+                    per_call = _kept_on_object_per_call(analysis, scope, site, evidence, escape)
+                    if per_call is None:
+                        continue  # no backward pass runs: a forward being built or evaluation (TLL009)
                 stores = [s.stmt for s in all_stores(analysis, scope) if s.container == site.container]
                 owner = scope
                 if not scope.defs_of(site.container) and scope.parent is not None and \
@@ -183,7 +186,11 @@ for x in batches:
                 if len(value) > 40:
                     value = value[:37] + "..."
                 lifetime = "iteration" if escape.loop is not None else "call"
-                if trains:
+                if per_call is not None:
+                    message = (f"`{value}` carries an autograd graph and is stored in `{site.container}` on every "
+                               f"call of `{scope.name}` ({per_call}); no backward pass uses what it keeps, so "
+                               f"each call's graph stays alive until the container is cleared")
+                elif trains:
                     message = (f"`{value}` carries an autograd graph and is stored in `{site.container}`, "
                                f"which outlives the {lifetime}; each step's graph stays alive")
                 else:
@@ -246,6 +253,23 @@ def _forward_kept_without_backward(analysis, scope, site, evidence, escape) -> b
     if site.how == "setitem":
         return False  # ``outputs[t] = out``: a buffer filled once per sequence, bounded by its size
     return _no_backward_outside_modules(analysis, scope)
+
+
+def _kept_on_object_per_call(analysis, scope, site, evidence, escape):
+    """``self.images.append(image)`` or ``memory.logprobs.append(...)`` in a method that a
+    loop calls (an image pool fed generator outputs, an agent's per-step ``act``): the
+    object's container gains one graph per call. Where the loop is, or None. Not for an
+    nn.Module's ``forward``, whose kept outputs belong to its caller's graph."""
+    if escape.loop is not None or "." not in site.container or evidence.strength == CONVENTION:
+        return None
+    if scope.name in ("forward", "__call__") and scope.class_name and analysis.project is not None \
+            and analysis.project.is_module_class(analysis.index.module_name, scope.class_name):
+        return None
+    if scope.backward_sites:
+        return None
+    from ..analysis.repetition import repeated_call_site
+
+    return repeated_call_site(analysis, scope)
 
 
 def _no_backward_outside_modules(analysis, scope) -> bool:
