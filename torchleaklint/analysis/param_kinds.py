@@ -19,7 +19,8 @@ def kind_from_callers(kinds, scope: Scope, param: str, depth: int):
     if project is None or not scope.is_function or param not in scope.params or scope.name.startswith("__"):
         return None
     memo = project.memo
-    key = ("param-kind", id(scope.node), param)
+    # Keyed by names, not nodes: another file's analysis may be parsed again later in the run.
+    key = ("param-kind", kinds.index.module_name, scope.qualname, param)
     if key in memo:
         return memo[key]
     memo[key] = None  # cycle guard

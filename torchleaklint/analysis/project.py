@@ -313,9 +313,16 @@ class ProjectIndex:
         analysis = self.analysis(ref.module)
         if analysis is None:
             return None
-        for scope in analysis.index.scopes:
-            if scope.qualname == ref.qualname and isinstance(scope.node, FUNC_TYPES):
-                return analysis, scope
+        by_name = analysis.__dict__.get("_functions_by_qualname")
+        if by_name is None:
+            by_name = {}
+            for scope in analysis.index.scopes:
+                if isinstance(scope.node, FUNC_TYPES):
+                    by_name.setdefault(scope.qualname, scope)
+            analysis.__dict__["_functions_by_qualname"] = by_name
+        scope = by_name.get(ref.qualname)
+        if scope is not None:
+            return analysis, scope
         module_scope = analysis.index.module_scope
         if ref.qualname == module_scope.qualname:
             return analysis, module_scope  # calls made by the module's own top-level code (scripts, notebooks)

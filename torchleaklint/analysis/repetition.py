@@ -20,7 +20,7 @@ def repeated_call_site(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
     if project is None or not scope.is_function or depth > MAX_DEPTH:
         return None
     memo = project.memo
-    key = ("repeated", id(scope.node))
+    key = ("repeated", analysis.index.module_name, scope.qualname)
     if key in memo:
         return memo[key]
     memo[key] = None  # cycle guard
