@@ -1,5 +1,5 @@
 """The command line: ``torchleaklint [check] PATHS``, ``rules``, ``explain CODE`` (alias
-``rule CODE``), ``version``, ``clean``, ``verify``.
+``rule CODE``), ``version``, ``server`` (the language server), ``clean``, ``verify``.
 
 Exit codes: 0 no findings, 1 findings remain, 2 usage, configuration or internal error.
 """
@@ -328,6 +328,19 @@ main.add_command(click.Command("rule", callback=explain.callback, params=explain
 def version() -> None:
     """Print the version."""
     click.echo(f"torchleaklint {__version__}")
+
+
+@main.command()
+def server() -> None:
+    """Run the language server over stdio (needs the `lsp` extra)."""
+    from .server import missing_dependency
+
+    problem = missing_dependency()
+    if problem is not None:
+        raise _fail(problem)
+    from .server.protocol import serve
+
+    serve()
 
 
 # The harness command imports torch only when it runs, so the lint path stays light.
