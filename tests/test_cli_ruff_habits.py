@@ -197,3 +197,16 @@ def test_standalone_config_mistakes_are_one_line(cli, tmp_path, body, needles):
     write(tmp_path / "pkg/torchleaklint.toml", body)
     write(tmp_path / "pkg/a.py", TLL001_SRC)
     one_line_error(cli("pkg"), "torchleaklint.toml", needles[1])
+
+
+def test_output_file_with_standard_input(tmp_path):
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "torchleaklint", *args], input=TLL001_SRC, capture_output=True,
+                              text=True, cwd=tmp_path, env={**os.environ, "NO_COLOR": "1"})
+
+    proc = run("--stdin-filename", "train.py", "--output-format", "json", "-o", "out.json", "-")
+    assert proc.returncode == 1 and proc.stdout == "", proc.stderr
+    assert [d["code"] for d in json.loads((tmp_path / "out.json").read_text())] == ["TLL001"]
+    proc = run("--fix", "--unsafe-fixes", "--stdin-filename", "train.py", "-o", "left.txt", "-")
+    assert proc.returncode == 0 and "losses.append(loss.item())" in proc.stdout
+    assert (tmp_path / "left.txt").read_text() == ""

@@ -126,7 +126,7 @@ def test_unsafe_fixes_are_marked_noqa_respected_and_fix_all(project):
         noqa = next(a for a in actions if a["title"] == "Disable TLL001 for this line")
         with_noqa = apply_edits(NAME_ONLY_SRC, edits_for(noqa["edit"], uri_of(path)))
         assert "    losses.append(loss)  # noqa: TLL001\n" in with_noqa
-        assert change(client, path, with_noqa, 2) == []  # `# noqa` is respected
+        assert change(client, path, with_noqa, 2) == []  # the noqa comment is respected
 
         # Fix all: safe fixes only (the configuration does not enable unsafe ones).
         both = project / "both.py"

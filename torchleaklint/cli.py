@@ -107,8 +107,11 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         if stdin_filename is not None or paths == ["-"]:
             if [p for p in paths if p != "-"] or add_noqa:
                 raise ConfigError("standard input (`-`, --stdin-filename) cannot be combined with paths or --add-noqa")
-            raise click.exceptions.Exit(_check_stdin(stdin_filename or "-", resolver, fix, diff, output_format,
-                                                     show_evidence, show_fixes, exit_zero, quiet, no_color))
+            report = ReportDestination(output_file)
+            code = _check_stdin(stdin_filename or "-", resolver, fix, diff, output_format, show_evidence, show_fixes,
+                                exit_zero, quiet, no_color, report)
+            report.close()
+            raise click.exceptions.Exit(code)
         if "-" in paths:
             raise ConfigError("`-` (standard input) cannot be combined with other paths")
         paths = paths or ["."]
@@ -119,7 +122,7 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
 
             files = [path for _, group in work.groups for path in group]
             first = files[0] if files else paths[0]
-            _echo(render_files(files) if show_files else render_settings(first, resolver.for_path(first)))
+            click.echo(render_files(files) if show_files else render_settings(first, resolver.for_path(first)), nl=False)
             raise click.exceptions.Exit(EXIT_OK)
         if add_noqa:
             if fix or diff:
@@ -135,7 +138,7 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         with progress_bar(work.files, no_color or bool(os.environ.get("NO_COLOR")), enabled=not quiet) as progress:
             result = run_plan(work, fix=fix, diff=diff, progress=progress,
                               jobs=jobs or default_jobs(), cache=not no_cache)
-    except (ConfigError, DiscoveryError) as exc:
+    except (ConfigError, DiscoveryError, OutputFileError) as exc:
         raise _fail(str(exc))
     diags = result.diagnostics
     nothing_found = result.files == 0 and not diags
@@ -205,15 +208,11 @@ def _reporter(output_format: str, no_color: bool, show_evidence: bool, show_fixe
                         unsafe_fixes=unsafe)
 
 
-def _echo(text: str) -> None:
-    if text:  # an empty stream (json-lines, github) stays empty
-        click.echo(text, nl=not text.endswith("\n"))
-
-
 def _check_stdin(name: str, resolver, fix: bool, diff: bool, output_format: str, show_evidence: bool,
-                 show_fixes: bool, exit_zero: bool, quiet: bool, no_color: bool) -> int:
+                 show_fixes: bool, exit_zero: bool, quiet: bool, no_color: bool, report: ReportDestination) -> int:
     """Editors: lint code from standard input as the file ``name``; with --fix the fixed
-    code goes to stdout and the remaining findings to stderr."""
+    code goes to stdout and the remaining findings to stderr (or to the -o file)."""
+    to_file = report.stream if report.to_file else None
     settings = resolver.for_path(name if name != "-" else ".")
     data = click.get_binary_stream("stdin").read()
     out = click.get_binary_stream("stdout")
@@ -236,13 +235,16 @@ def _check_stdin(name: str, resolver, fix: bool, diff: bool, output_format: str,
     elif fix:
         out.write(result.output() if result.source is not None else data)
         out.flush()
-        if diags:
+        if diags and to_file is not None and output_format in RENDERERS:
+            report.write(renderer(output_format)(diags))
+        elif diags:
             _reporter("concise" if output_format in RENDERERS else output_format, no_color, show_evidence,
-                      show_fixes, settings.unsafe_fixes, stderr=True).diagnostics(diags)
+                      show_fixes, settings.unsafe_fixes, stderr=True, stream=to_file).diagnostics(diags)
     elif output_format in RENDERERS:
-        _echo(renderer(output_format)(diags))
+        report.write(renderer(output_format)(diags))
     else:
-        reporter = _reporter(output_format, no_color, show_evidence, show_fixes, settings.unsafe_fixes)
+        reporter = _reporter(output_format, no_color, show_evidence, show_fixes, settings.unsafe_fixes,
+                             stream=to_file)
         reporter.diagnostics(diags)
         if not quiet:
             reporter.summary(diags)

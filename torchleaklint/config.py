@@ -234,8 +234,10 @@ class SettingsResolver:
 def settings_from_table(table: Dict[str, object], origin: str) -> Settings:
     settings = Settings()
     rule_options: Dict[str, Dict[str, object]] = {}
+    # A standalone file holds its keys at the top level (or a table copied from a pyproject).
+    label = "[tool.torchleaklint] " if os.path.basename(origin) == "pyproject.toml" else ""
     for key, value in table.items():
-        where = f"{origin}: [tool.torchleaklint] {key}"
+        where = f"{origin}: {label}{key}"
         if isinstance(value, dict) and key.upper() in RULE_CODES:
             rule_options[key.lower()] = _rule_options(key.upper(), value, where)
             continue
