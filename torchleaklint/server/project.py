@@ -7,7 +7,8 @@ workspace folder holding the buffer, else the buffer's own folder), found once a
 after a save or a watched-file change. Their pass-1 symbol tables come from the
 content-hash cache in the project's folder (a file is parsed again only when its bytes
 changed), and every open buffer of the project replaces its file on disk, so a helper
-edited but not saved is seen as it is on screen.
+edited but not saved is seen as it is on screen. The files parsed for cross-file questions
+stay parsed between keystrokes, for as long as their bytes (content hash) are the same.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ class Projects:
         self.resolver = SettingsResolver()
         self._files: Dict[Tuple[str, int], List[str]] = {}
         self._caches: Dict[str, Cache] = {}
+        # absolute path -> (content hash, text, parsed index) of files parsed by the last session
+        self._parsed: Dict[str, Tuple[str, str, object]] = {}
         self.warnings: List[str] = []  # one line each, for the client's log
+        self._hashes: Dict[str, str] = {}  # absolute path -> content hash, of the current session's files
 
     def refresh(self) -> None:
         """Forget configurations and file lists (a file was saved, created or deleted);
@@ -78,9 +82,15 @@ class Projects:
         own = os.path.abspath(path)
         on_disk = [f for f in project.files if os.path.abspath(f) != own and os.path.abspath(f) not in buffers]
         cache = self._cache(project.root)
+        self._hashes = {}
         for file, entry in zip(on_disk, _entries(on_disk, cache)):
             if entry is not None and entry.table is not None:
                 session.add_table(file, entry.table, entry.words)
+                key = os.path.abspath(file)
+                self._hashes[key] = entry.hash
+                parsed = self._parsed.get(key)
+                if parsed is not None and parsed[0] == entry.hash:
+                    session.keep_parse(file, parsed[1], parsed[2])
         in_project = {os.path.abspath(f) for f in project.files}
         for other, text in buffers.items():
             if other != own and other in in_project and not is_notebook(other):
@@ -94,7 +104,13 @@ class Projects:
         if self.skipped(path, settings):
             return CodeResult([], decode(text, path) if not is_notebook(path) else None, text)
         session = self.session(path, settings, buffers)
-        return lint_code(text, path, settings, fix=fix, unsafe=unsafe, session=session)
+        result = lint_code(text, path, settings, fix=fix, unsafe=unsafe, session=session)
+        self._parsed = {}
+        for file, kept_text, index in session.kept_parses():
+            key = os.path.abspath(file)
+            if key in self._hashes:
+                self._parsed[key] = (self._hashes[key], kept_text, index)
+        return result
 
     def _cache(self, root: Optional[str]) -> Optional[Cache]:
         if root is None:
