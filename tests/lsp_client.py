@@ -23,7 +23,8 @@ class LspClient:
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, cwd=cwd, env=env)
         self._inbox: "queue.Queue[Optional[dict]]" = queue.Queue()
-        self.notifications: List[dict] = []  # every notification received, in order
+        self.notifications: List[dict] = []  # notifications not yet consumed by wait_for, in order
+        self.received: List[dict] = []  # every notification received, in order
         self.server_requests: List[dict] = []  # requests the server sent us (answered with null)
         self._next_id = 0
         self._stderr: List[bytes] = []
@@ -65,6 +66,7 @@ class LspClient:
             self.send({"id": message["id"], "result": None})
         elif "method" in message:
             self.notifications.append(message)
+            self.received.append(message)
         return message
 
     # -- messages --------------------------------------------------------------------------

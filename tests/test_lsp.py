@@ -179,6 +179,22 @@ def test_nearest_configuration_and_its_mistakes(project):
         assert codes(diagnostics) == [("TLL001", 7)]
 
 
+def test_a_burst_of_changes_is_linted_once_for_its_last_version(project):
+    with served(project) as client:
+        path = project / "burst.py"
+        open_doc(client, path, TLL001_SRC)
+        for version in range(2, 7):
+            text = TLL001_SRC + "".join(f"x{i} = {i}\n" for i in range(version))
+            client.notify("textDocument/didChange", {"textDocument": {"uri": uri_of(path), "version": version},
+                                                     "contentChanges": [{"text": text}]})
+        last = client.wait_for("textDocument/publishDiagnostics", lambda p: p.get("version") == 6)
+        assert codes(last["diagnostics"]) == [("TLL001", 7)]
+        published = [m["params"]["version"] for m in client.received
+                     if m["method"] == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri_of(path)]
+        assert published[0] == 1 and published[-1] == 6
+        assert len(published) < 6, published  # not one lint per keystroke
+
+
 def test_missing_extra_is_one_line(cli, monkeypatch):
     import importlib.util
 

@@ -9,6 +9,7 @@ it governs, as the CLI exits 2 instead of guessing.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Dict, List, Optional, Tuple
@@ -26,6 +27,9 @@ from .convert import Positions, to_lsp_diagnostic
 from .project import Projects
 
 CONFIG_FILES = ("pyproject.toml", "torchleaklint.toml", ".torchleaklint.toml")
+# A change waits this long before it is linted, so that a burst of keystrokes is linted
+# once, for its last version, instead of once per keystroke in a growing queue.
+DEBOUNCE_SECONDS = 0.15
 log = logging.getLogger("torchleaklint.server")
 
 
@@ -52,6 +56,9 @@ class TorchLeakLintServer(LanguageServer):
                 self.tell(lsp.MessageType.Warning, problem)
         except (ConfigError, DiscoveryError) as exc:
             self.tell(lsp.MessageType.Error, f"torchleaklint: {exc}")
+        except Exception as exc:  # a bug must not take the editor's server down with it
+            log.exception("linting %s", doc.path)
+            self.tell(lsp.MessageType.Error, f"torchleaklint: internal error on {doc.path}: {type(exc).__name__}: {exc}")
         for warning in self.projects.warnings:
             self.tell(lsp.MessageType.Warning, f"torchleaklint: {warning}", show=False)
         self.projects.warnings.clear()
@@ -129,8 +136,12 @@ def did_open(ls: TorchLeakLintServer, params: lsp.DidOpenTextDocumentParams) -> 
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
-def did_change(ls: TorchLeakLintServer, params: lsp.DidChangeTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri)
+async def did_change(ls: TorchLeakLintServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    await asyncio.sleep(DEBOUNCE_SECONDS)
+    uri = params.text_document.uri
+    if uri in ls.workspace.text_documents and \
+            ls.workspace.get_text_document(uri).version == params.text_document.version:
+        ls.publish(uri)  # else a later change (or a close) has come in and answers for it
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
