@@ -161,7 +161,7 @@ def test_positions_in_utf16_and_unsaved_helpers(project):
 
 
 def test_nearest_configuration_and_its_mistakes(project):
-    with served(project) as client:
+    with served(project, {"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}}) as client:
         (project / "sub").mkdir()
         (project / "sub" / "torchleaklint.toml").write_text('ignore = ["TLL001"]\n')
         quiet = project / "sub" / "train.py"
@@ -177,6 +177,12 @@ def test_nearest_configuration_and_its_mistakes(project):
         diagnostics = client.wait_for("textDocument/publishDiagnostics",
                                       lambda p: p["uri"] == uri_of(quiet) and p["diagnostics"])["diagnostics"]
         assert codes(diagnostics) == [("TLL001", 7)]
+        # The client was asked to watch the configuration files and Python files.
+        (registration,) = [r for m in client.server_requests if m["method"] == "client/registerCapability"
+                           for r in m["params"]["registrations"]]
+        assert registration["method"] == "workspace/didChangeWatchedFiles"
+        patterns = {w["globPattern"] for w in registration["registerOptions"]["watchers"]}
+        assert patterns == {"**/pyproject.toml", "**/torchleaklint.toml", "**/.torchleaklint.toml", "**/*.py"}
 
 
 def test_a_burst_of_changes_is_linted_once_for_its_last_version(project):
