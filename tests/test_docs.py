@@ -46,3 +46,17 @@ def test_readme_shows_the_integration_snippets():
     assert "--output-format github" in readme and "upload-sarif" in readme  # GitHub Actions
     for fmt in ("json-lines", "gitlab", "sarif", "junit", "full"):
         assert f"`{fmt}`" in readme
+
+
+def test_readme_set_up_installs_what_ci_installs():
+    """The README's second command, its Development section and .ci/run install the same
+    extras (the language-server tests need `lsp`)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    extras = re.findall(r"-e '\.\[([\w,]+)\]'", readme)
+    ci_extras = re.findall(r"-e '\.\[([\w,]+)\]'", ci)
+    assert ci_extras == ["dev,harness,lsp"]
+    assert extras and set(extras) == set(ci_extras)
+    assert readme.splitlines()[4].startswith(f"pip install 'torch==2.13.0' -e '.[{ci_extras[0]}]'")

@@ -109,3 +109,44 @@ def test_excluded_files_stay_excluded(try_repo):
         "generated/model_pb.py": TLL001_SRC, "train.py": CLEAN_SRC,
     })
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+UPSTREAM = "https://github.com/torchleaklint/torchleaklint"
+
+
+def readme_snippet() -> str:
+    """The README's pre-commit configuration, as printed there."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### pre-commit\n"):]
+    start = section.index("```yaml\n") + len("```yaml\n")
+    return section[start:section.index("```\n", start)]
+
+
+def test_readme_snippet_works_as_written(hook_repo, pre_commit_home, tmp_path):
+    """The README's snippet, byte for byte, as a project's .pre-commit-config.yaml. Git is
+    told (through the variables pre-commit passes on) to fetch the upstream URL from the
+    copy of this tree, whose branch is `main` as upstream's is."""
+    snippet = readme_snippet()
+    assert UPSTREAM in snippet and "rev: v0.1.0" not in snippet
+    git(hook_repo, "branch", "-f", "main")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".pre-commit-config.yaml").write_text(snippet)
+    (project / "train.py").write_text(TLL001_SRC)
+    (project / "clean.py").write_text(CLEAN_SRC)
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(pre_commit_home), "NO_COLOR": "1",
+           "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": f"url.{hook_repo}.insteadOf", "GIT_CONFIG_VALUE_0": UPSTREAM}
+    env.pop("VIRTUAL_ENV", None)
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
+                          cwd=project, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "train.py:7:5: TLL001" in proc.stdout
+    assert "clean.py" not in proc.stdout
+    assert (project / "train.py").read_text() == TLL001_SRC
+    # The installed hook is this tree's code: the hook environment holds its version.
+    from torchleaklint import __version__
+
+    envs = list(pre_commit_home.glob("repo*/py_env-*/lib/python*/site-packages/torchleaklint-*.dist-info"))
+    assert any(p.name == f"torchleaklint-{__version__}.dist-info" for p in envs), envs

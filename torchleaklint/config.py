@@ -1,5 +1,6 @@
 """Settings: rule selection, fix options and per-rule options, from the command line and
-``[tool.torchleaklint]`` in pyproject.toml. Every mistake is one clear line."""
+``[tool.torchleaklint]`` in pyproject.toml (or a standalone ``.torchleaklint.toml`` /
+``torchleaklint.toml``). Every mistake is one clear line."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".egg
 
 TOP_LEVEL_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude", "unsafe-fixes",
                   "respect-gitignore", "per-file-ignores", "force-exclude", "model-names", "loss-names"}
+
+
+# Looked for in each folder, first found wins (as ruff's .ruff.toml, ruff.toml, pyproject.toml);
+# a pyproject.toml counts only when it has a [tool.torchleaklint] table.
+CONFIG_NAMES = (".torchleaklint.toml", "torchleaklint.toml", "pyproject.toml")
 
 
 class ConfigError(Exception):
@@ -107,8 +113,9 @@ def load_settings(path: "Optional[str | os.PathLike[str]]") -> Settings:
 
 
 def read_table(path: "str | os.PathLike[str]") -> Optional[Dict[str, object]]:
-    """The ``[tool.torchleaklint]`` table of a pyproject.toml (the whole file for another
-    name), or None when it has none."""
+    """The ``[tool.torchleaklint]`` table of a pyproject.toml, or None when it has none; for
+    another name, the whole file (or its ``[tool.torchleaklint]`` table, see
+    :func:`standalone_table`)."""
     if sys.version_info >= (3, 11):  # imported here: runs without a pyproject.toml read no TOML
         import tomllib
     else:  # pragma: no cover - exercised on older interpreters
@@ -121,7 +128,7 @@ def read_table(path: "str | os.PathLike[str]") -> Optional[Dict[str, object]]:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     if os.path.basename(path) != "pyproject.toml":
-        return data
+        return standalone_table(data, os.fspath(path))
     tool = data.get("tool")
     table = tool.get("torchleaklint") if isinstance(tool, dict) else None
     if table is not None and not isinstance(table, dict):
@@ -129,10 +136,35 @@ def read_table(path: "str | os.PathLike[str]") -> Optional[Dict[str, object]]:
     return table
 
 
+def standalone_table(data: Dict[str, object], path: str) -> Dict[str, object]:
+    """A standalone file holds the options at its top level, or, copied from a
+    pyproject.toml, in a ``[tool.torchleaklint]`` table; not both."""
+    tool = data.get("tool")
+    if not (isinstance(tool, dict) and "torchleaklint" in tool):
+        return data
+    table = tool["torchleaklint"]
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.torchleaklint] must be a table")
+    others = sorted(k for k in data if k != "tool") + sorted(f"tool.{k}" for k in tool if k != "torchleaklint")
+    if others:
+        raise ConfigError(f"{path}: {others[0]}: unknown option (the options are in [tool.torchleaklint])")
+    return table
+
+
+def config_in(folder: str) -> Optional[str]:
+    """The first of CONFIG_NAMES that is a file in ``folder``."""
+    for name in CONFIG_NAMES:
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
 class SettingsResolver:
-    """The settings that govern each path: the nearest pyproject.toml above it that has a
-    ``[tool.torchleaklint]`` table (as in ruff), or the file given by ``--config`` for all
-    paths; the command line's options go on top. Looked up once per folder."""
+    """The settings that govern each path: the nearest ``.torchleaklint.toml``,
+    ``torchleaklint.toml`` or pyproject.toml with a ``[tool.torchleaklint]`` table above it
+    (as in ruff), or the file given by ``--config`` for all paths; the command line's
+    options go on top. Looked up once per folder."""
 
     def __init__(self, overrides: Optional[Dict[str, object]] = None, config_path: Optional[str] = None) -> None:
         self.overrides = overrides or {}
@@ -155,8 +187,8 @@ class SettingsResolver:
             if found is not None:
                 break
             visited.append(folder)
-            candidate = os.path.join(folder, "pyproject.toml")
-            if os.path.isfile(candidate):
+            candidate = config_in(folder)
+            if candidate is not None:
                 found = self._load(candidate)
                 if found is not None:
                     break
@@ -189,6 +221,10 @@ class SettingsResolver:
             changes["extend_select"] = settings.extend_select + tuple(o["extend_select"])
         if o.get("ignore"):
             changes["ignore"] = settings.ignore + tuple(o["ignore"])
+        if o.get("exclude"):
+            changes["exclude"] = tuple(o["exclude"])
+        if o.get("extend_exclude"):
+            changes["extend_exclude"] = settings.extend_exclude + tuple(o["extend_exclude"])
         for flag in ("unsafe_fixes", "force_exclude", "respect_gitignore"):
             if o.get(flag) is not None:
                 changes[flag] = o[flag]
@@ -198,8 +234,10 @@ class SettingsResolver:
 def settings_from_table(table: Dict[str, object], origin: str) -> Settings:
     settings = Settings()
     rule_options: Dict[str, Dict[str, object]] = {}
+    # A standalone file holds its keys at the top level (or a table copied from a pyproject).
+    label = "[tool.torchleaklint] " if os.path.basename(origin) == "pyproject.toml" else ""
     for key, value in table.items():
-        where = f"{origin}: [tool.torchleaklint] {key}"
+        where = f"{origin}: {label}{key}"
         if isinstance(value, dict) and key.upper() in RULE_CODES:
             rule_options[key.lower()] = _rule_options(key.upper(), value, where)
             continue

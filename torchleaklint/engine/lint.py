@@ -207,6 +207,18 @@ class LintSession:
             dropped, _ = self._indexes.popitem(last=False)[1]
             self._indexed_size -= len(dropped)
 
+    def kept_parses(self) -> List[Tuple[str, str, ModuleIndex]]:
+        """(path, text, index) of the files read from disk and kept parsed: an index holds
+        syntax facts only, so a later session over the same bytes may reuse it."""
+        return [(self._paths[module], text, index) for module, (text, index) in self._indexes.items()
+                if module not in self._texts and module in self._paths]
+
+    def keep_parse(self, path: str, text: str, index: ModuleIndex) -> None:
+        """Reuse the index of ``path`` parsed by an earlier session from the same bytes."""
+        module, _ = self._module_of(path)
+        if module not in self._texts:
+            self._keep_index(module, text, index)
+
     def _kept_index(self, module: str, text: str) -> Optional[ModuleIndex]:
         """The index kept for ``module`` if it was made from exactly ``text``."""
         kept = self._indexes.get(module)

@@ -101,24 +101,14 @@ def _mapped(fn, items: Sequence, jobs: int, initializer=None, initargs=()) -> It
 
 
 # -- the run ------------------------------------------------------------------------------
-def check_files(files: Sequence[str], settings: Settings, jobs: int = 1, cache: Optional[Cache] = None,
-                prefilter: bool = True) -> Iterator[CheckedFile]:
-    """Lint ``files`` as one project; yields one :class:`CheckedFile` per file, in order."""
-    with collector.tuned_for_linting():
-        yield from _check_files(files, settings, jobs, cache, prefilter)
-
-
-def _check_files(files: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache],
-                 prefilter: bool) -> Iterator[CheckedFile]:
-    global _SESSION
-    forget_folders()
+def symbol_entries(files: Sequence[str], cache: Optional[Cache], jobs: int = 1) -> dict:
+    """Pass 1: each readable file's cache entry (symbol table, prefilter words, hash) by
+    absolute path, computed for new or changed files only; the cache is updated."""
     entries = cache.entries if cache is not None else {}
-    keys = [os.path.abspath(p) for p in files]
-
-    # Pass 1: symbol tables of new or changed files.
     current: dict = {}
     tasks = []
-    for path, key in zip(files, keys):
+    for path in files:
+        key = os.path.abspath(path)
         origin = _origin(path)
         entry = entries.get(key)
         try:
@@ -144,7 +134,22 @@ def _check_files(files: Sequence[str], settings: Settings, jobs: int, cache: Opt
         if cache is not None:
             entries[key] = entry
             cache.dirty = True
+    return current
 
+
+def check_files(files: Sequence[str], settings: Settings, jobs: int = 1, cache: Optional[Cache] = None,
+                prefilter: bool = True) -> Iterator[CheckedFile]:
+    """Lint ``files`` as one project; yields one :class:`CheckedFile` per file, in order."""
+    with collector.tuned_for_linting():
+        yield from _check_files(files, settings, jobs, cache, prefilter)
+
+
+def _check_files(files: Sequence[str], settings: Settings, jobs: int, cache: Optional[Cache],
+                 prefilter: bool) -> Iterator[CheckedFile]:
+    global _SESSION
+    forget_folders()
+    keys = [os.path.abspath(p) for p in files]
+    current = symbol_entries(files, cache, jobs)
     session = LintSession(settings, record_dependencies=cache is not None, prefilter=prefilter)
     for path, key in zip(files, keys):
         entry = current.get(key)

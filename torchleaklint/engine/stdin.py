@@ -48,14 +48,17 @@ def decode(code: Union[str, bytes], filename: str) -> Union[SourceText, Diagnost
 
 
 def lint_code(code: Union[str, bytes], filename: str, settings: Settings, fix: bool = False,
-              unsafe: bool = False, neighbours: bool = False) -> CodeResult:
+              unsafe: bool = False, neighbours: bool = False, session: Optional[LintSession] = None) -> CodeResult:
+    """``neighbours``: the files of the same folder are part of the project; ``session``:
+    a session that already holds the project (the language server's)."""
     source = decode(code, filename)
     if isinstance(source, Diagnostic):
         return CodeResult([source])
-    session = LintSession(settings)
-    if neighbours:
-        for path in _neighbours(filename):
-            session.register(path)
+    if session is None:
+        session = LintSession(settings)
+        if neighbours:
+            for path in folder_neighbours(filename):
+                session.register(path)
     session.register(filename, text=source.text)
     if fix:
         outcome = fix_source(session, filename, source, unsafe)
@@ -68,7 +71,8 @@ def lint_code(code: Union[str, bytes], filename: str, settings: Settings, fix: b
                       internal_errors=result.internal_errors)
 
 
-def _neighbours(filename: str) -> List[str]:
+def folder_neighbours(filename: str) -> List[str]:
+    """The other ``.py`` files of the file's folder (at most MAX_NEIGHBOURS)."""
     folder = os.path.dirname(os.path.abspath(filename))
     if not os.path.isdir(folder) or folder == os.path.abspath(os.sep):
         return []
