@@ -27,13 +27,17 @@ MATPLOTLIB = "matplotlib"
 DEEPCOPY = "deepcopy"
 RETAIN_GRAPH = "retain_graph"
 
-WORDS: FrozenSet[str] = frozenset(TORCH_ROOTS | ML_ROOTS | {MATPLOTLIB, DEEPCOPY, RETAIN_GRAPH})
+BACKWARD = "backward"
+
+WORDS: FrozenSet[str] = frozenset(TORCH_ROOTS | ML_ROOTS | {MATPLOTLIB, DEEPCOPY, RETAIN_GRAPH, BACKWARD})
 
 # For each rule: every group must have one word present (an AND of ORs).
 _TORCH = frozenset(TORCH_ROOTS)
+# A helper module that imports nothing but backpropagates a loss is checked too.
+_TORCH_OR_BACKWARD = _TORCH | {BACKWARD}
 RULE_TRIGGERS: Dict[str, tuple] = {
-    "TLL001": (_TORCH,),
-    "TLL002": (_TORCH,),
+    "TLL001": (_TORCH_OR_BACKWARD,),
+    "TLL002": (_TORCH_OR_BACKWARD,),
     "TLL003": (frozenset({DEEPCOPY}),),
     "TLL004": (frozenset(ML_ROOTS),),
     "TLL006": (_TORCH,),

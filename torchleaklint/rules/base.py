@@ -24,6 +24,17 @@ class Invalid:
     count: int = 1
 
 
+# Frameworks whose tensors have a ``backward()`` of their own.
+OTHER_AUTOGRAD_FRAMEWORKS = frozenset({"chainer", "mxnet", "tensorflow", "jax", "paddle", "mindspore",
+                                       "oneflow", "cupy", "autograd", "micrograd", "tinygrad", "dynet"})
+
+
+def scalar_backward(call: ast.Call) -> bool:
+    """``loss.backward()`` (keywords only): how PyTorch code backpropagates a loss; a
+    ``backward(10)`` with a positional argument may be anything (a turtle's step back)."""
+    return not call.args
+
+
 class RuleContext:
     """What a rule sees of one file."""
 
@@ -40,9 +51,17 @@ class RuleContext:
 
     @property
     def uses_torch(self) -> bool:
-        """Graph rules apply to modules that import PyTorch (or its ecosystem): other
-        frameworks' ``backward()`` and ``eval()`` follow other rules."""
-        return self.analysis.index.imports.imports_torch()
+        """Graph rules apply to modules that import PyTorch (or its ecosystem), and to
+        helper modules that import no framework at all but backpropagate a loss (``def
+        train(model, loader, criterion): ... loss.backward()``): other frameworks'
+        ``backward()`` and ``eval()`` follow other rules."""
+        imports = self.analysis.index.imports
+        if imports.imports_torch():
+            return True
+        if any(v.split(".")[0] in OTHER_AUTOGRAD_FRAMEWORKS for v in imports.aliases.values()):
+            return False
+        return any(site.kind == "backward" and scalar_backward(site.call)
+                   for scope in self.analysis.index.scopes for site in scope.backward_sites)
 
     def position(self, line: int, byte_col: int) -> Position:
         return Position(line, self.source.char_col(line, byte_col))
