@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 from .config import Settings
 from .diagnostics import Diagnostic, parse_error
 from .engine.discover import discover
+from .engine.file_gate import gate, read_regular
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine.source import SourceText
@@ -38,8 +39,13 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
     unreadable: List[tuple] = []
     files = list(paths) if discovered else discover(paths, settings.exclude + settings.extend_exclude,
                                                     settings.respect_gitignore, unreadable)
+    files, skipped = gate(files, settings.max_file_size_mb)
+    not_read = [parse_error(folder, f"cannot read directory: {reason}", 1, 0)
+                          for folder, reason in unreadable] + skipped
     if not (fix or diff):
-        return _check(files, unreadable, settings, progress, jobs, cache, cache_dir)
+        result = _check(files, not_read, settings, progress, jobs, cache, cache_dir)
+        result.files += len(skipped)
+        return result
     from .engine.fix import fix_source  # here: a check without fixes needs no fixer
     from .engine.lint import LintSession, read_source
     from .engine.notebook import NotebookSource
@@ -47,9 +53,7 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
     session = LintSession(settings)
     for path in files:
         session.register(path)
-    result = RunResult(files=len(files))
-    for folder, reason in unreadable:
-        result.diagnostics.append(parse_error(folder, f"cannot read directory: {reason}", 1, 0))
+    result = RunResult(files=len(files) + len(skipped), diagnostics=not_read)
     for path in files:
         if progress is not None:
             progress(path)
@@ -85,11 +89,10 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
     return result
 
 
-def _check(files, unreadable, settings: Settings, progress, jobs: int, use_cache: bool,
+def _check(files, skipped: List[Diagnostic], settings: Settings, progress, jobs: int, use_cache: bool,
            cache_dir: Optional[str]) -> RunResult:
-    result = RunResult(files=len(files))
-    for folder, reason in unreadable:
-        result.diagnostics.append(parse_error(folder, f"cannot read directory: {reason}", 1, 0))
+    """``skipped``: TLL000 reports for the folders and files that are not read."""
+    result = RunResult(files=len(files), diagnostics=list(skipped))
     snapshots = key = None
     if use_cache:
         from .engine.snapshot import RunKey, Snapshots
@@ -152,8 +155,7 @@ def write_back(path: str, source: SourceText, text: str) -> Optional[str]:
     original = getattr(source, "original", None)
     if original is not None:
         try:
-            with open(path, "rb") as fh:
-                current = fh.read()
+            current = read_regular(path)
         except OSError as exc:
             return f"not fixed: cannot read the file again: {exc.strerror or exc}"
         if current == data:

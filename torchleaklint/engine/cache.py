@@ -13,22 +13,25 @@ An unreadable cache is ignored with a one-line warning and rebuilt.
 from __future__ import annotations
 
 import os
-import pickle
+import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
 
 from .. import __version__
 from ..diagnostics import Diagnostic
+from .cache_codec import (CacheContentError, decode_diagnostics, decode_table, encode_diagnostics, encode_table,
+                          items, mapping, number, optional_text, row, text, text_map, texts)
+from .cache_folder import CACHEDIR_TAG, folder_problem, own_file
 from .digests import blake2b
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..analysis.project import SymbolTable
 
 CACHE_DIR_NAME = ".torchleaklint_cache"
-FORMAT = 1
-_CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
-                 "# This file is a cache directory tag created by torchleaklint.\n")
+MAGIC = "torchleaklint-cache"
+FORMAT = 2  # 1: pickle files, which could run code when read; 2: a header line and JSON
+SUFFIX = ".json"
 
 _fingerprint: Optional[str] = None
 
@@ -68,11 +71,26 @@ def _sources(folder: str, rel: str) -> List[Tuple[str, int, int]]:
 RACY_NS = 2_000_000_000
 
 
-def trusted_stat(st: os.stat_result) -> Optional[Tuple[int, int]]:
-    """(mtime_ns, size) to recognise the file by on a later run; None when too recent."""
+# What a file is recognised by on a later run. The change time and the inode are there
+# because some sync and build tools rewrite a file at the same size and then restore its
+# old modification time (os.utime); the kernel sets the change time on every write and
+# utime, and no program can set it back.
+STAT_FIELDS = ("mtime_ns", "size", "ctime_ns", "ino")
+
+
+def stat_key(st: os.stat_result) -> Tuple[int, ...]:
+    """The :data:`STAT_FIELDS` of ``st``."""
+    return st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino
+
+
+def trusted_stat(st: os.stat_result) -> Optional[Tuple[int, ...]]:
+    """:func:`stat_key`, or None when the file was modified too recently to be trusted by
+    it. (The change time is not part of this test: any ``utime``, also the one that ages a
+    file, sets it to now; a second rewrite with a restored time within one tick of a
+    nanosecond change-time clock is not guarded against.)"""
     if st.st_mtime_ns >= time.time_ns() - RACY_NS:
         return None
-    return st.st_mtime_ns, st.st_size
+    return stat_key(st)
 
 
 def content_hash(data: bytes) -> str:
@@ -92,7 +110,7 @@ class StoredDependencies:
 
 @dataclass
 class Entry:
-    stat: Optional[Tuple[int, int]]  # (mtime_ns, size) when the hash was taken; None: too recent to trust
+    stat: Optional[Tuple[int, ...]]  # STAT_FIELDS when the hash was taken; None: too recent to trust
     hash: str
     origin: Tuple[str, str]  # (module, package) the table was computed for
     table: Optional[SymbolTable]  # None: the file does not parse
@@ -107,7 +125,7 @@ class Cache:
 
     def __init__(self, folder: "str | os.PathLike[str]") -> None:
         self.folder = os.fspath(folder)
-        self.path = os.path.join(self.folder, f"cache-{tool_fingerprint()[:20]}.pickle")
+        self.path = os.path.join(self.folder, f"cache-{tool_fingerprint()[:20]}{SUFFIX}")
         self.entries: Dict[str, Entry] = {}
         self.warnings: List[str] = []
         self.dirty = False  # anything to write back
@@ -119,77 +137,106 @@ class Cache:
         return cache
 
     def _load(self) -> None:
-        data = read_pickle(self.path, self.warnings)
+        data = read_data(self.path, self.warnings)
         if data is None:
             return
-        entries = data.get("entries")
-        if not (isinstance(entries, dict) and all(isinstance(e, Entry) for e in entries.values())):
-            self.warnings.append(f"ignoring unreadable cache {self.path} (unexpected content); rebuilding it")
-            return
-        self.entries = entries
+        try:
+            self.entries = {text(path): _decode_entry(value) for path, value in mapping(data).items()}
+        except CacheContentError as exc:
+            self.warnings.append(f"ignoring unreadable cache {self.path} ({exc}); rebuilding it")
 
     def save(self) -> Optional[str]:
         """Write the cache atomically (when something changed); a one-line problem, or None."""
         if not self.dirty and os.path.exists(self.path):
             return None
-        return write_pickle(self.path, {"format": FORMAT, "tool": tool_fingerprint(), "entries": self.entries})
+        return write_data(self.path, {path: _encode_entry(entry) for path, entry in self.entries.items()})
 
 
-def read_pickle(path: str, warnings: List[str]) -> Optional[dict]:
-    """A cache file's content, if it was written by this tool as it is now; a damaged file
-    adds a one-line warning."""
+def _encode_entry(e: Entry) -> list:
+    deps = None if e.dependencies is None else [
+        e.dependencies.tables, e.dependencies.analyses,
+        [[kind, arg, answer] for (kind, arg), answer in e.dependencies.queries.items()]]
+    return [None if e.stat is None else list(e.stat), e.hash, list(e.origin), encode_table(e.table),
+            sorted(e.words), e.result_key, encode_diagnostics(e.diagnostics), deps]
+
+
+def _decode_entry(value) -> Entry:
+    stat, hash_, origin, table, words, result_key, diags, deps = row(value, 8)
+    module, package = row(origin, 2)
+    entry = Entry(None if stat is None else tuple(number(n) for n in row(stat, len(STAT_FIELDS))), text(hash_),
+                  (text(module), text(package)), decode_table(table), frozenset(texts(words)),
+                  optional_text(result_key), decode_diagnostics(diags))
+    if deps is not None:
+        tables, analyses, queries = row(deps, 3)
+        found = {}
+        for query in items(queries):
+            kind, arg, answer = row(query, 3)
+            found[(text(kind), text(arg))] = text(answer)
+        entry.dependencies = StoredDependencies(text_map(tables), text_map(analyses), found)
+    return entry
+
+
+def read_data(path: str, warnings: List[str]):
+    """A cache file's content, if this tool as it is now wrote it: the first line names the
+    tool, the format and the tool's fingerprint, the rest is JSON. Anything else adds a
+    one-line warning and is ignored; nothing in the file is ever run."""
     try:
         with open(path, "rb") as fh:
-            data = pickle.load(fh)
+            header = fh.readline()
+            body = fh.read() if header == _header() else None
     except FileNotFoundError:
         return None
-    except Exception as exc:  # any damage: truncated, foreign or garbage bytes
+    except OSError as exc:
+        warnings.append(f"ignoring unreadable cache {path} ({exc.strerror or exc}); rebuilding it")
+        return None
+    if body is None:
+        warnings.append(f"ignoring unreadable cache {path} (not written by this torchleaklint {__version__}); "
+                        f"rebuilding it")
+        return None
+    try:
+        return json.loads(body)
+    except ValueError as exc:  # truncated or damaged
         warnings.append(f"ignoring unreadable cache {path} ({type(exc).__name__}); rebuilding it")
         return None
-    if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("tool") == tool_fingerprint()):
-        warnings.append(f"ignoring unreadable cache {path} (unexpected content); rebuilding it")
-        return None
-    return data
 
 
-def write_pickle(path: str, payload: dict) -> Optional[str]:
+def _header() -> bytes:
+    return f"{MAGIC} {FORMAT} {tool_fingerprint()}\n".encode()
+
+
+def write_data(path: str, payload) -> Optional[str]:
     """Write one cache file atomically in its (tagged, git-ignored) folder and remove the
     files of the same kind that other versions of the tool wrote; a one-line problem, or None."""
     folder, own = os.path.split(path)
     folder = folder or "."
     kind = own.partition("-")[0]
+    problem = folder_problem(folder)
+    if problem is not None:
+        return f"cannot write the cache: {problem}"
     try:
-        os.makedirs(folder, exist_ok=True)
-        for name, text in (("CACHEDIR.TAG", _CACHEDIR_TAG), (".gitignore", "*\n")):
+        if not os.path.isdir(folder):
+            os.mkdir(folder)
+        for name, content in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "*\n")):
             marker = os.path.join(folder, name)
             if not os.path.exists(marker):
                 with open(marker, "w", encoding="utf-8") as fh:
-                    fh.write(text)
+                    fh.write(content)
         import tempfile  # here: a run answered from the cache writes nothing
 
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cache-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
-                pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                fh.write(_header())
+                # ASCII only: file names that are not UTF-8 keep their surrogate escapes.
+                fh.write(json.dumps(payload, separators=(",", ":"), check_circular=False).encode("ascii"))
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
                 os.unlink(tmp)
             raise
         for name in os.listdir(folder):
-            if name.startswith(f"{kind}-") and name.endswith(".pickle") and name != own:
+            if name.startswith(f"{kind}-") and own_file(name) and name != own:
                 os.unlink(os.path.join(folder, name))  # written by another version of the tool
     except OSError as exc:
         return f"cannot write the cache in {folder}: {exc.strerror or exc}"
     return None
-
-
-def clean(folder: "Optional[str | os.PathLike[str]]" = None) -> bool:
-    """Remove the cache folder; True if there was one."""
-    folder = os.fspath(folder if folder is not None else default_cache_dir())
-    if not os.path.exists(folder):
-        return False
-    import shutil
-
-    shutil.rmtree(folder)
-    return True
