@@ -166,6 +166,12 @@ CASES = [
     Case("a file over a lowered size limit",
          lambda t: (write(t, "a.py", TLL001_SRC), write(t, "pyproject.toml", "[tool.torchleaklint]\nmax-file-size-mb = 0.0001\n")),
          1, f"a.py:1:1: TLL000 skipped: too large ({len(TLL001_SRC)} bytes; the limit is max-file-size-mb = 0.0001)"),
+    Case("20,000 elifs", lambda t: write(t, "elifs.py", "x = 1\nif x == 0:\n    pass\n" + "".join(
+        f"elif x == {i}:\n    pass\n" for i in range(1, 20_000))), 1,
+         "elifs.py:1:1: TLL000 cannot parse file: too deeply nested for Python's parser (MemoryError)"),
+    Case("hard-linked file", lambda t: (write(t, "a.py", TLL001_SRC), os.link(t / "a.py", t / "a_copy.txt")), 1,
+         "a.py:1:1: TLL000 not fixed: the file has 2 hard links, and the fix (written to a new file that replaces "
+         "this name) would separate them"),
     Case("FIFO found in a folder", fifo, 1, "pipe.py:1:1: TLL000 skipped: a FIFO, not a regular file"),
     Case("FIFO named on the command line", fifo, 1, "pipe.py:1:1: TLL000 skipped: a FIFO, not a regular file",
          args=("pipe.py", "ok.py")),
@@ -249,6 +255,30 @@ def test_bad_input(case: Case, tmp_path):
         assert before[name] != data
         expected[name] = data
     assert after == expected
+
+
+def test_hard_links_are_kept(tmp_path):
+    write(tmp_path, "a.py", TLL001_SRC)
+    os.link(tmp_path / "a.py", tmp_path / "b.py")
+    (tmp_path / "pyproject.toml").write_text(NEUTRAL)
+    tll(["--fix", "."], tmp_path)
+    assert os.stat(tmp_path / "a.py").st_nlink == 2
+    assert os.path.samefile(tmp_path / "a.py", tmp_path / "b.py")
+    assert (tmp_path / "a.py").read_text() == TLL001_SRC
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise"])
+def test_a_file_name_with_a_newline_stays_on_one_line(tmp_path, output_format):
+    write(tmp_path, "bad\nname.py", TLL001_SRC)
+    write(tmp_path, "tab\tand\x1b[31mred.py", TLL001_SRC)
+    (tmp_path / "pyproject.toml").write_text(NEUTRAL)
+    proc = tll(["--output-format", output_format, "--no-cache", "."], tmp_path)
+    located = [line for line in proc.stdout.splitlines() if ":7:5: TLL001" in line]
+    assert [line.split(":7:5:")[0] for line in located] == ["bad\\nname.py", "tab\\tand\\x1b[31mred.py"]
+    assert "\x1b" not in proc.stdout
+    fixed = tll(["--fix", "--show-fixes", "."], tmp_path)
+    assert "- bad\\nname.py:" in fixed.stdout.splitlines()
+    assert (tmp_path / "bad\nname.py").read_text() == TLL001_FIXED
 
 
 def test_read_only_file_keeps_its_mode(tmp_path):

@@ -143,9 +143,15 @@ def write_back(path: str, source: SourceText, text: str) -> Optional[str]:
     if os.path.islink(path):
         return "not fixed: the path is a symbolic link"
     try:
+        st = os.stat(path)
         # A file without write permission is read-only by intent, also for root.
-        if not os.access(path, os.W_OK) or not os.stat(path).st_mode & 0o222:
+        if not os.access(path, os.W_OK) or not st.st_mode & 0o222:
             return "not fixed: the file is read-only"
+        if st.st_nlink > 1:
+            # The atomic write replaces this name with a new file: the other names would
+            # keep the old text, silently. Writing in place could lose the file to a kill.
+            return (f"not fixed: the file has {st.st_nlink} hard links, and the fix (written to a new file "
+                    f"that replaces this name) would separate them")
     except OSError as exc:
         return f"not fixed: {exc.strerror or exc}"
     try:

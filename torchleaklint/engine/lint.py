@@ -64,7 +64,12 @@ def parse_source(source: SourceText, path: str) -> Union[ast.Module, Diagnostic]
         line = exc.lineno or 1
         col = max((exc.offset or 1) - 1, 0)
         return parse_error(path, f"SyntaxError: {exc.msg}", line, col)
-    except (ValueError, RecursionError, MemoryError) as exc:
+    except (RecursionError, MemoryError) as exc:
+        # CPython's parser gives up on deep nesting (20,000 `elif`s, 100,000 unary minus
+        # signs) with a MemoryError or RecursionError that often has no message.
+        return parse_error(path, f"cannot parse file: too deeply nested for Python's parser "
+                                 f"({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})", 1, 0)
+    except ValueError as exc:
         return parse_error(path, f"cannot parse file: {exc}", 1, 0)
 
 
