@@ -37,7 +37,7 @@ class _RunsACommand:
 
 def tll(args, cwd: Path, **env) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "torchleaklint", *args], cwd=cwd, capture_output=True, text=True,
-                          env=dict(os.environ, NO_COLOR="1", **env), timeout=120)
+                          env=dict(os.environ, NO_COLOR="1", **env), timeout=60)
 
 
 def old(path: Path) -> None:
@@ -122,6 +122,37 @@ def test_a_damaged_run_snapshot_is_ignored_with_one_warning(project):
     warm = run([str(project)], Settings(), cache=True, cache_dir=str(project / "c"))
     assert len(warm.warnings) == 1 and "ignoring unreadable cache" in warm.warnings[0], warm.warnings
     assert sorted(warm.diagnostics, key=lambda d: d.sort_key()) == sorted(cold.diagnostics, key=lambda d: d.sort_key())
+
+
+@pytest.mark.parametrize("body", [b"[" * 200_000, b"{\"a\": " * 100_000, b"\xff\xfe", b"NaN"])
+def test_read_data_survives_hostile_json(tmp_path, body):
+    path = tmp_path / "cache.json"
+    path.write_bytes(f"torchleaklint-cache 2 {tool_fingerprint()}\n".encode() + body)
+    warnings = []
+    data = read_data(str(path), warnings)
+    if body == b"NaN":  # valid JSON, and not an object: refused when decoded
+        assert data != data and warnings == []
+        cache = Cache(tmp_path)
+        cache.path = str(path)
+        cache._load()
+        assert cache.entries == {} and len(cache.warnings) == 1
+    else:
+        assert data is None and len(warnings) == 1 and "ignoring unreadable cache" in warnings[0]
+
+
+def test_fifos_planted_in_the_cache_folder_never_block(project):
+    tll(["."], project)
+    folder = project / ".torchleaklint_cache"
+    for path in [*folder.glob("*.json"), folder / "CACHEDIR.TAG"]:
+        path.unlink()
+        os.mkfifo(path)
+    warm = tll(["."], project)  # a timeout (TimeoutExpired) if any of them were opened
+    assert warm.returncode == 2 and "holds files and no torchleaklint CACHEDIR.TAG" in warm.stderr
+    assert tll(["clean"], project).returncode == 2
+    (folder / "CACHEDIR.TAG").unlink()
+    (folder / "CACHEDIR.TAG").write_text(CACHEDIR_SIGNATURE + "\n# created by torchleaklint\n")
+    warm = tll(["."], project)
+    assert warm.returncode == 1 and warm.stderr.count("ignoring unreadable cache") == 2, warm.stderr
 
 
 def test_read_data_refuses_another_fingerprint(tmp_path):

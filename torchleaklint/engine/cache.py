@@ -7,7 +7,11 @@ cross-file fact recorded while linting it (see :mod:`.deps`) has the same answer
 today's project. The cache file is named after the tool's fingerprint: the version and
 the name, size and modification time of each of the package's own source files, so any
 change to the analysis (an edit, an upgrade, a reinstall) starts a fresh cache.
-An unreadable cache is ignored with a one-line warning and rebuilt.
+
+A cache folder may come from anywhere (committed to a repository, added by a pull
+request), so its files hold data only: a header line naming the format and the tool's
+fingerprint, then JSON, checked field by field when read (:mod:`.cache_codec`). Any other
+file is ignored with a one-line warning and rebuilt; nothing in it is ever run.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from .cache_codec import (CacheContentError, decode_diagnostics, decode_table, e
                           items, mapping, number, optional_text, row, text, text_map, texts)
 from .cache_folder import CACHEDIR_TAG, folder_problem, own_file
 from .digests import blake2b
+from .file_gate import open_regular
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..analysis.project import SymbolTable
@@ -181,7 +186,7 @@ def read_data(path: str, warnings: List[str]):
     tool, the format and the tool's fingerprint, the rest is JSON. Anything else adds a
     one-line warning and is ignored; nothing in the file is ever run."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:  # a FIFO planted under the cache's name must not block
             header = fh.readline()
             body = fh.read() if header == _header() else None
     except FileNotFoundError:
@@ -195,7 +200,7 @@ def read_data(path: str, warnings: List[str]):
         return None
     try:
         return json.loads(body)
-    except ValueError as exc:  # truncated or damaged
+    except (ValueError, RecursionError) as exc:  # truncated, damaged, or nested to exhaust the parser
         warnings.append(f"ignoring unreadable cache {path} ({type(exc).__name__}); rebuilding it")
         return None
 

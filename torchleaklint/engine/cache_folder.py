@@ -15,6 +15,8 @@ import os
 import re
 from typing import Optional
 
+from .file_gate import open_regular
+
 CACHEDIR_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
 CACHEDIR_TAG = f"{CACHEDIR_SIGNATURE}\n# This file is a cache directory tag created by torchleaklint.\n"
 
@@ -35,7 +37,7 @@ def own_file(name: str) -> bool:
 def is_tagged(folder: str) -> bool:
     """Whether ``folder`` carries the ``CACHEDIR.TAG`` that this tool writes."""
     try:
-        with open(os.path.join(folder, "CACHEDIR.TAG"), "rb") as fh:
+        with open_regular(os.path.join(folder, "CACHEDIR.TAG")) as fh:
             head = fh.read(4096)
     except OSError:
         return False
