@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from torchleaklint.config import Settings
-from torchleaklint.engine.cache import Cache, read_data, tool_fingerprint
+from torchleaklint.engine.cache import Cache, read_json, read_lines, tool_fingerprint
 from torchleaklint.engine.cache_folder import CACHEDIR_SIGNATURE
 from torchleaklint.engine.snapshot import Snapshots
 from torchleaklint.runner import run
@@ -89,77 +89,74 @@ def test_cache_files_are_a_header_line_and_json(project):
     files = sorted(folder.glob("*.json"))
     assert [p.name.split("-")[0] for p in files] == ["cache", "runs"]
     for path in files:
-        header, _, body = path.read_bytes().partition(b"\n")
+        header, *lines = path.read_bytes().split(b"\n")
         assert header == f"torchleaklint-cache 2 {tool_fingerprint()}".encode()
-        json.loads(body)
+        assert lines[-1] == b"" and all(json.loads(part) for line in lines[:-1] for part in line.split(b"\t"))
+    entries = (folder / files[0].name).read_bytes().split(b"\n")[1:-1]
+    assert sorted(json.loads(line.partition(b"\t")[0]) for line in entries) == [str(project / "a.py"),
+                                                                                  str(project / "b.py")]
     assert (folder / "CACHEDIR.TAG").read_text().startswith(CACHEDIR_SIGNATURE + "\n")
 
 
-def _rewrite_body(path: Path, edit) -> None:
-    header, _, body = path.read_bytes().partition(b"\n")
-    path.write_bytes(header + b"\n" + json.dumps(edit(json.loads(body))).encode())
+def _rewrite_lines(path: Path, edit) -> None:
+    """Apply ``edit`` to the JSON value of each line after the header (a per-file cache
+    line is ``path<TAB>entry``: ``edit`` gets and returns ``[path, entry]``)."""
+    header, *lines = path.read_bytes().split(b"\n")
+    out = [header]
+    for line in filter(None, lines):
+        if b"\t" in line:
+            key, _, entry = line.partition(b"\t")
+            path_value, entry_value = edit([json.loads(key), json.loads(entry)])
+            out.append(json.dumps(path_value).encode() + b"\t" + json.dumps(entry_value).encode())
+        else:
+            out.append(json.dumps(edit(json.loads(line))).encode())
+    path.write_bytes(b"\n".join(out))
 
 
 @pytest.mark.parametrize("damage", [
-    lambda data: [data],                                    # not an object
-    lambda data: {k: v[:-1] for k, v in data.items()},      # entries one field short
-    lambda data: {k: [{"__class__": "os.system"}] + v[1:] for k, v in data.items()},  # a dict where a list goes
-    lambda data: {k: v[:1] + [7] + v[2:] for k, v in data.items()},  # a number where the hash goes
-], ids=["list", "short entry", "object for stat", "number for hash"])
+    lambda line: [line[0], {"path": line[1]}],          # an object where the entry goes
+    lambda line: [[line[0]], line[1]],                    # a list for the path
+    lambda line: [line[0], line[1][:-1]],                # an entry one field short
+    lambda line: [line[0], [{"__class__": "os.system"}] + line[1][1:]],  # an object for the stat
+    lambda line: [line[0], line[1][:1] + [7] + line[1][2:]],  # a number where the hash goes
+], ids=["object", "list for path", "short entry", "object for stat", "number for hash"])
 def test_well_formed_json_of_the_wrong_shape_is_ignored_with_one_warning(project, damage):
     cold = run([str(project)], Settings(), cache=True, cache_dir=str(project / "c"))
-    _rewrite_body(Path(Cache(project / "c").path), damage)
+    _rewrite_lines(Path(Cache(project / "c").path), damage)
     Path(Snapshots(project / "c").path).unlink()  # else the run never reads the per-file cache
     warm = run([str(project)], Settings(), cache=True, cache_dir=str(project / "c"))
-    assert len(warm.warnings) == 1 and "ignoring unreadable cache" in warm.warnings[0], warm.warnings
+    assert len(warm.warnings) == 1, warm.warnings  # for the whole file, or for its damaged entries
+    assert all("ignoring" in w and "cache" in w for w in warm.warnings), warm.warnings
     assert warm.diagnostics == cold.diagnostics and warm.cached_files == 0
+    assert run([str(project)], Settings(), cache=True, cache_dir=str(project / "c")).warnings == []  # rebuilt
 
 
 def test_a_damaged_run_snapshot_is_ignored_with_one_warning(project):
     cold = run([str(project)], Settings(), cache=True, cache_dir=str(project / "c"))
-    _rewrite_body(Path(Snapshots(project / "c").path),
+    _rewrite_lines(Path(Snapshots(project / "c").path),
                   lambda runs: {k: [v[0], [[p, [["TLL001", None]]] for p, _ in v[1]]] for k, v in runs.items()})
     warm = run([str(project)], Settings(), cache=True, cache_dir=str(project / "c"))
     assert len(warm.warnings) == 1 and "ignoring unreadable cache" in warm.warnings[0], warm.warnings
     assert sorted(warm.diagnostics, key=lambda d: d.sort_key()) == sorted(cold.diagnostics, key=lambda d: d.sort_key())
 
 
-@pytest.mark.parametrize("body", [b"[" * 200_000, b"{\"a\": " * 100_000, b"\xff\xfe", b"NaN"])
-def test_read_data_survives_hostile_json(tmp_path, body):
-    path = tmp_path / "cache.json"
+@pytest.mark.parametrize("body", [b"[" * 200_000, b"{\"a\": " * 100_000, b"\xff\xfe", b"NaN", b"\"a.py\"\t" + b"[" * 200_000])
+def test_hostile_json_is_ignored_with_one_warning(tmp_path, body):
+    path = tmp_path / f"cache-{tool_fingerprint()[:20]}.json"
     path.write_bytes(f"torchleaklint-cache 2 {tool_fingerprint()}\n".encode() + body)
     warnings = []
-    data = read_data(str(path), warnings)
-    if body == b"NaN":  # valid JSON, and not an object: refused when decoded
-        assert data != data and warnings == []
-        cache = Cache(tmp_path)
-        cache.path = str(path)
-        cache._load()
-        assert cache.entries == {} and len(cache.warnings) == 1
-    else:
-        assert data is None and len(warnings) == 1 and "ignoring unreadable cache" in warnings[0]
+    assert not isinstance(read_json(str(path), warnings), dict)
+    assert len(warnings) <= 1
+    cache = Cache.open(tmp_path)
+    found = [cache.entries.get(name) for name in ("a.py", "b.py")]
+    assert found == [None, None] and len(cache.entries) <= 1 and len(cache.warnings) == 1, cache.warnings
 
 
-def test_fifos_planted_in_the_cache_folder_never_block(project):
-    tll(["."], project)
-    folder = project / ".torchleaklint_cache"
-    for path in [*folder.glob("*.json"), folder / "CACHEDIR.TAG"]:
-        path.unlink()
-        os.mkfifo(path)
-    warm = tll(["."], project)  # a timeout (TimeoutExpired) if any of them were opened
-    assert warm.returncode == 2 and "holds files and no torchleaklint CACHEDIR.TAG" in warm.stderr
-    assert tll(["clean"], project).returncode == 2
-    (folder / "CACHEDIR.TAG").unlink()
-    (folder / "CACHEDIR.TAG").write_text(CACHEDIR_SIGNATURE + "\n# created by torchleaklint\n")
-    warm = tll(["."], project)
-    assert warm.returncode == 1 and warm.stderr.count("ignoring unreadable cache") == 2, warm.stderr
-
-
-def test_read_data_refuses_another_fingerprint(tmp_path):
+def test_a_cache_file_of_another_fingerprint_is_refused_by_its_first_line(tmp_path):
     path = tmp_path / "cache.json"
     path.write_bytes(b"torchleaklint-cache 2 0123456789abcdef0123456789abcdef\n{}")
     warnings = []
-    assert read_data(str(path), warnings) is None
+    assert read_lines(str(path), warnings) is None
     assert len(warnings) == 1 and "not written by this torchleaklint" in warnings[0]
 
 
@@ -251,3 +248,25 @@ def test_an_empty_folder_named_for_the_cache_is_used_and_tagged(project):
     (project / "empty").mkdir()
     assert tll(["."], project, TORCHLEAKLINT_CACHE_DIR="empty").returncode == 1
     assert (project / "empty" / "CACHEDIR.TAG").exists()
+
+
+def test_save_rewrites_the_lines_of_changed_entries_only(project):
+    cache_dir = project / "c"
+    run([str(project)], Settings(), cache=True, cache_dir=str(cache_dir))
+    cache_file = Path(Cache(cache_dir).path)
+    before = dict(json_lines(cache_file))
+    (project / "a.py").write_text(TLL001_SRC.replace("losses.append(loss)", "losses.append(x[0])"))
+    edited = run([str(project)], Settings(), cache=True, cache_dir=str(cache_dir))
+    assert {d.code for d in edited.diagnostics} == {"TLL002"}
+    after = dict(json_lines(cache_file))
+    assert after[str(project / "b.py")] == before[str(project / "b.py")]  # written back as read
+    assert after[str(project / "a.py")] != before[str(project / "a.py")]
+    Path(Snapshots(cache_dir).path).unlink()  # answer from the per-file lines just written
+    again = run([str(project)], Settings(), cache=True, cache_dir=str(cache_dir))
+    assert again.cached_files == 2 and again.diagnostics == edited.diagnostics
+
+
+def json_lines(path: Path):
+    for line in path.read_bytes().split(b"\n")[1:]:
+        if line:
+            yield json.loads(line.partition(b"\t")[0]), line

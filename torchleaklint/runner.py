@@ -122,8 +122,6 @@ def _check_each(files, settings: Settings, progress, jobs: int, use_cache: bool,
 
     per_file = []
     store = Cache.open(cache_dir or None) if use_cache else None
-    if store is not None:
-        result.warnings.extend(w for w in store.warnings if w not in result.warnings)
     for checked in check_files(files, settings, jobs=jobs, cache=store):
         if progress is not None:
             progress(checked.path)
@@ -131,7 +129,8 @@ def _check_each(files, settings: Settings, progress, jobs: int, use_cache: bool,
         result.internal_errors.extend(checked.internal_errors)
         result.cached_files += checked.cached
         per_file.append((checked.path, checked.diagnostics))
-    if store is not None:
+    if store is not None:  # its warnings: on reading it, and on entries decoded as they were used
+        result.warnings.extend(w for w in store.warnings if w not in result.warnings)
         problem = store.save()
         if problem is not None:
             result.warnings.append(problem)

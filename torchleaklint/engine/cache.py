@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Tuple
 from .. import __version__
 from ..diagnostics import Diagnostic
 from .cache_codec import (CacheContentError, decode_diagnostics, decode_table, encode_diagnostics, encode_table,
-                          items, mapping, number, optional_text, row, text, text_map, texts)
+                          number, optional_text, row, text, text_map, texts)
 from .cache_folder import CACHEDIR_TAG, folder_problem, own_file
 from .digests import blake2b
 from .file_gate import open_regular
@@ -125,14 +125,79 @@ class Entry:
     dependencies: Optional[StoredDependencies] = None
 
 
+class Entries:
+    """path -> :class:`Entry`. Each entry is decoded from its line of the cache file when it
+    is first asked for: a run over a few files (pre-commit) does not pay for decoding the
+    whole project's entries. A line that turns out to be damaged counts as no entry (one
+    warning for the file)."""
+
+    def __init__(self, raw: Dict[str, bytes], warnings: List[str], where: str) -> None:
+        self._raw = raw  # path -> the entry's JSON text, not decoded yet
+        self._entries: Dict[str, Entry] = {}
+        self.read: Dict[str, Tuple[Entry, tuple, bytes]] = {}  # path -> (entry as decoded, its parts, its text)
+        self._warnings = warnings
+        self._where = where
+        self._damaged = False
+
+    def get(self, path: str, default: Optional[Entry] = None) -> Optional[Entry]:
+        entry = self._entries.get(path)
+        if entry is None and path in self._raw:
+            raw = self._raw.pop(path)
+            try:
+                entry = _decode_entry(json.loads(raw))
+            except (ValueError, RecursionError) as exc:  # CacheContentError is a ValueError
+                if not self._damaged:  # one warning for the file, however many entries
+                    self._warnings.append(f"ignoring damaged entries of cache {self._where} ({exc}); "
+                                          f"rebuilding them")
+                self._damaged = True
+                return default
+            self._entries[path] = entry
+            self.read[path] = (entry, _parts(entry), raw)
+        return default if entry is None else entry
+
+    def __getitem__(self, path: str) -> Entry:
+        entry = self.get(path)
+        if entry is None:
+            raise KeyError(path)
+        return entry
+
+    def __setitem__(self, path: str, entry: Entry) -> None:
+        self._raw.pop(path, None)
+        self._entries[path] = entry
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._entries or path in self._raw
+
+    def __len__(self) -> int:
+        return len(self._entries) + len(self._raw)
+
+    def lines(self) -> List[bytes]:
+        """Every entry as a line of the cache file: an entry never asked for, or one still as
+        it was decoded, is written back as it was read; others are encoded again."""
+        lines = [_line(path, raw) for path, raw in self._raw.items()]
+        for path, entry in self._entries.items():
+            read = self.read.get(path)
+            if read is not None and read[0] is entry and _same_parts(read[1], _parts(entry)):
+                lines.append(_line(path, read[2]))
+            else:
+                lines.append(_line(path, json_line(_encode_entry(entry))))
+        return lines
+
+
+def _line(path: str, raw: bytes) -> bytes:
+    # JSON text escapes every tab, so the first tab ends the path.
+    return json_line(path) + b"\t" + raw
+
+
 class Cache:
-    """One cache file per tool fingerprint, read whole at start and written once at the end."""
+    """One cache file per tool fingerprint, read at start (entries decoded when used) and
+    written once at the end."""
 
     def __init__(self, folder: "str | os.PathLike[str]") -> None:
         self.folder = os.fspath(folder)
         self.path = os.path.join(self.folder, f"cache-{tool_fingerprint()[:20]}{SUFFIX}")
-        self.entries: Dict[str, Entry] = {}
         self.warnings: List[str] = []
+        self.entries = Entries({}, self.warnings, self.path)
         self.dirty = False  # anything to write back
 
     @classmethod
@@ -142,25 +207,43 @@ class Cache:
         return cache
 
     def _load(self) -> None:
-        data = read_data(self.path, self.warnings)
-        if data is None:
+        lines = read_lines(self.path, self.warnings)
+        if lines is None:
             return
+        raw = {}
         try:
-            self.entries = {text(path): _decode_entry(value) for path, value in mapping(data).items()}
-        except CacheContentError as exc:
+            for line in lines:
+                key, tab, entry = line.partition(b"\t")
+                path = json.loads(key) if tab else None
+                if type(path) is not str:
+                    raise CacheContentError("expected a file name and a tab at the start of each line")
+                raw[path] = entry
+        except (ValueError, RecursionError) as exc:
             self.warnings.append(f"ignoring unreadable cache {self.path} ({exc}); rebuilding it")
+            return
+        self.entries = Entries(raw, self.warnings, self.path)
 
     def save(self) -> Optional[str]:
         """Write the cache atomically (when something changed); a one-line problem, or None."""
         if not self.dirty and os.path.exists(self.path):
             return None
-        return write_data(self.path, {path: _encode_entry(entry) for path, entry in self.entries.items()})
+        return write_data(self.path, self.entries.lines())
+
+
+def _parts(e: Entry) -> tuple:
+    """The attributes that the checking code replaces when an entry changes."""
+    return (e.stat, e.hash, e.origin, e.table, e.words, e.result_key, e.diagnostics, e.dependencies)
+
+
+def _same_parts(before: tuple, now: tuple) -> bool:
+    return all(a is b or (type(a) is tuple and a == b) for a, b in zip(before, now))
 
 
 def _encode_entry(e: Entry) -> list:
     deps = None if e.dependencies is None else [
         e.dependencies.tables, e.dependencies.analyses,
-        [[kind, arg, answer] for (kind, arg), answer in e.dependencies.queries.items()]]
+        [[kind for kind, _ in e.dependencies.queries], [arg for _, arg in e.dependencies.queries],
+         list(e.dependencies.queries.values())]]
     return [None if e.stat is None else list(e.stat), e.hash, list(e.origin), encode_table(e.table),
             sorted(e.words), e.result_key, encode_diagnostics(e.diagnostics), deps]
 
@@ -173,18 +256,19 @@ def _decode_entry(value) -> Entry:
                   optional_text(result_key), decode_diagnostics(diags))
     if deps is not None:
         tables, analyses, queries = row(deps, 3)
-        found = {}
-        for query in items(queries):
-            kind, arg, answer = row(query, 3)
-            found[(text(kind), text(arg))] = text(answer)
-        entry.dependencies = StoredDependencies(text_map(tables), text_map(analyses), found)
+        kinds, args, answers = (texts(column) for column in row(queries, 3))
+        if not len(kinds) == len(args) == len(answers):
+            raise CacheContentError("expected queries as three lists of one length")
+        entry.dependencies = StoredDependencies(text_map(tables), text_map(analyses),
+                                                dict(zip(zip(kinds, args), answers)))
     return entry
 
 
-def read_data(path: str, warnings: List[str]):
-    """A cache file's content, if this tool as it is now wrote it: the first line names the
-    tool, the format and the tool's fingerprint, the rest is JSON. Anything else adds a
-    one-line warning and is ignored; nothing in the file is ever run."""
+def read_lines(path: str, warnings: List[str]) -> Optional[List[bytes]]:
+    """The lines of a cache file after its first, if this tool as it is now wrote it: the
+    first line names the format and the tool's fingerprint, the others hold JSON (parsed
+    and checked by the caller). Anything else adds a one-line warning and is ignored;
+    nothing in the file is ever run."""
     try:
         with open_regular(path) as fh:  # a FIFO planted under the cache's name must not block
             header = fh.readline()
@@ -198,18 +282,33 @@ def read_data(path: str, warnings: List[str]):
         warnings.append(f"ignoring unreadable cache {path} (not written by this torchleaklint {__version__}); "
                         f"rebuilding it")
         return None
+    return [line for line in body.split(b"\n") if line]
+
+
+def read_json(path: str, warnings: List[str]):
+    """The one JSON value of a cache file (see :func:`read_lines`), or None with a warning."""
+    lines = read_lines(path, warnings)
+    if lines is None:
+        return None
     try:
-        return json.loads(body)
+        if len(lines) != 1:
+            raise ValueError(f"{len(lines)} lines where one was written")
+        return json.loads(lines[0])
     except (ValueError, RecursionError) as exc:  # truncated, damaged, or nested to exhaust the parser
         warnings.append(f"ignoring unreadable cache {path} ({type(exc).__name__}); rebuilding it")
         return None
+
+
+def json_line(value) -> bytes:
+    # ASCII only: file names that are not UTF-8 keep their surrogate escapes.
+    return json.dumps(value, separators=(",", ":"), check_circular=False).encode("ascii")
 
 
 def _header() -> bytes:
     return f"{MAGIC} {FORMAT} {tool_fingerprint()}\n".encode()
 
 
-def write_data(path: str, payload) -> Optional[str]:
+def write_data(path: str, lines: List[bytes]) -> Optional[str]:
     """Write one cache file atomically in its (tagged, git-ignored) folder and remove the
     files of the same kind that other versions of the tool wrote; a one-line problem, or None."""
     folder, own = os.path.split(path)
@@ -232,8 +331,8 @@ def write_data(path: str, payload) -> Optional[str]:
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(_header())
-                # ASCII only: file names that are not UTF-8 keep their surrogate escapes.
-                fh.write(json.dumps(payload, separators=(",", ":"), check_circular=False).encode("ascii"))
+                for line in lines:
+                    fh.write(line + b"\n")
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):

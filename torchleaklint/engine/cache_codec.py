@@ -56,12 +56,15 @@ def row(value, length: int) -> list:
 
 
 def texts(value) -> List[str]:
-    return [text(v) for v in items(value)]
+    """A list of strings (checked in one pass: caches hold hundreds of thousands)."""
+    if type(value) is not list or not all(type(v) is str for v in value):
+        raise CacheContentError("expected a list of strings")
+    return value
 
 
 def text_map(value) -> Dict[str, str]:
-    for v in mapping(value).values():
-        text(v)
+    if not all(type(v) is str for v in mapping(value).values()):
+        raise CacheContentError("expected an object of strings")
     return value
 
 
@@ -109,7 +112,8 @@ def encode_table(table: "Optional[SymbolTable]") -> Optional[list]:
     if table is None:
         return None
     return [table.module, table.path, table.functions, table.classes, table.imports,
-            {name: [[caller, off] for caller, off in sites] for name, sites in table.call_sites.items()},
+            {name: [[caller for caller, _ in sites], [off for _, off in sites]]
+             for name, sites in table.call_sites.items()},
             sorted(table.backward_functions),
             {name: sorted(called) for name, called in table.callees.items()},
             {name: sorted(bound) for name, bound in table.instances.items()}]
@@ -122,11 +126,10 @@ def decode_table(value) -> "Optional[SymbolTable]":
 
     module, path, functions, classes, imports, call_sites, backward, callees, instances = row(value, 9)
     sites = {}
-    for name, found in mapping(call_sites).items():
-        sites[name] = []
-        for site in items(found):
-            caller, off = row(site, 2)
-            sites[name].append((text(caller), _expect(off, bool, "a boolean")))
+    for name, (callers, offs) in ((name, row(found, 2)) for name, found in mapping(call_sites).items()):
+        if len(texts(callers)) != len(items(offs)) or not all(type(off) is bool for off in offs):
+            raise CacheContentError("expected call sites as callers and booleans")
+        sites[name] = list(zip(callers, offs))
     return SymbolTable(text(module), text(path), text_map(functions),
                        {k: texts(v) for k, v in mapping(classes).items()}, text_map(imports), sites,
                        set(texts(backward)), text_set_map(callees), text_set_map(instances))

@@ -21,7 +21,8 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..diagnostics import Diagnostic
-from .cache import SUFFIX, content_hash, default_cache_dir, read_data, tool_fingerprint, trusted_stat, write_data
+from .cache import (SUFFIX, content_hash, default_cache_dir, json_line, read_json, tool_fingerprint, trusted_stat,
+                    write_data)
 from .cache_codec import CacheContentError, decode_diagnostics, encode_diagnostics, items, mapping, row, text, text_map
 from .digests import blake2b, canonical
 from .file_gate import read_regular
@@ -76,8 +77,9 @@ class Snapshots:
 
     def _load(self) -> Dict[str, list]:
         if self._runs is None:
-            data = read_data(self.path, self.warnings)
-            if data is not None and type(data) is not dict:
+            warned = len(self.warnings)
+            data = read_json(self.path, self.warnings)
+            if type(data) is not dict and len(self.warnings) == warned and os.path.exists(self.path):
                 self.warnings.append(f"ignoring unreadable cache {self.path} (expected an object); rebuilding it")
             self._runs = data if type(data) is dict else {}
         return self._runs
@@ -126,4 +128,4 @@ class Snapshots:
         return self._write()
 
     def _write(self) -> Optional[str]:
-        return write_data(self.path, self._runs)
+        return write_data(self.path, [json_line(self._runs)])
