@@ -205,8 +205,8 @@ def test_clean_refuses_a_tagged_folder_holding_other_files(project):
     kept = sorted(p.name for p in folder.iterdir())
     proc = tll(["clean"], project)
     assert proc.returncode == 2
-    assert proc.stderr.splitlines() == [f"torchleaklint: error: refusing to remove .torchleaklint_cache: it holds "
-                                        f"'notes.txt', which torchleaklint did not write (1 such item)"]
+    assert proc.stderr.splitlines() == ["torchleaklint: error: refusing to remove .torchleaklint_cache: it holds "
+                                        "'notes.txt', which torchleaklint did not write (1 such item)"]
     assert sorted(p.name for p in folder.iterdir()) == kept
 
 
