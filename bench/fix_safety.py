@@ -258,6 +258,13 @@ STEP_IN_LOOP = [
     "planted_loss.backward() ; planted_losses.append( planted_loss )   # history\n"
     "planted_total = planted_total + \\\n"
     "    planted_loss\n",
+    # Values that are a tensor on one branch only: a safe fix may touch the tensor branch
+    # alone (`planted_loss.item() if ... else 0`); `or`/`and` get unsafe fixes.
+    "planted_loss = torch.nn.functional.mse_loss(planted_model(planted_x), planted_y)\n"
+    "planted_loss.backward()\n"
+    "planted_total += planted_loss if len(planted_losses) % 2 == 0 else 0\n"
+    "planted_losses.append(planted_loss if planted_total else 0.0)\n"
+    "planted_total = planted_total + (planted_loss or 0)\n",
 ]
 
 

@@ -124,6 +124,19 @@ def read_only(tmp: Path) -> None:
     os.chmod(tmp / "ro.py", 0o444)
 
 
+def fifo(tmp: Path) -> None:
+    write(tmp, "ok.py", TLL001_FIXED)
+    os.mkfifo(tmp / "pipe.py")  # opening it for reading would block until a writer comes
+
+
+def unix_socket(tmp: Path) -> None:
+    import socket
+
+    write(tmp, "ok.py", TLL001_FIXED)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp / "sock.py"))
+
+
 MIXED_SRC = TLL001_SRC.replace("\n", "\r\n", 4)  # CRLF on the first four lines, LF after
 TABS_SRC = TLL002_SRC.replace("    ", "\t")
 
@@ -145,7 +158,24 @@ CASES = [
          "nul.py:2:1: TLL000 source contains a NUL byte"),
     Case("empty file", lambda t: write(t, "empty.py", b""), 0, "All checks passed!"),
     Case("only a BOM", lambda t: write(t, "bom.py", codecs.BOM_UTF8), 0, "All checks passed!"),
-    Case("5 MB generated file", lambda t: write(t, "generated_rc.py", generated_5mb()), 0, "All checks passed!"),
+    Case("5 MB generated file, over the default size limit", lambda t: write(t, "generated_rc.py", generated_5mb()),
+         1, "generated_rc.py:1:1: TLL000 skipped: too large (4.8 MB; the limit is max-file-size-mb = 4)"),
+    Case("5 MB generated file, within a raised size limit",
+         lambda t: (write(t, "generated_rc.py", generated_5mb()),
+                    write(t, "pyproject.toml", "[tool.torchleaklint]\nmax-file-size-mb = 8\n")), 0, "All checks passed!"),
+    Case("a file over a lowered size limit",
+         lambda t: (write(t, "a.py", TLL001_SRC), write(t, "pyproject.toml", "[tool.torchleaklint]\nmax-file-size-mb = 0.0001\n")),
+         1, f"a.py:1:1: TLL000 skipped: too large ({len(TLL001_SRC)} bytes; the limit is max-file-size-mb = 0.0001)"),
+    Case("20,000 elifs", lambda t: write(t, "elifs.py", "x = 1\nif x == 0:\n    pass\n" + "".join(
+        f"elif x == {i}:\n    pass\n" for i in range(1, 20_000))), 1,
+         "elifs.py:1:1: TLL000 cannot parse file: too deeply nested for Python's parser (MemoryError)"),
+    Case("hard-linked file", lambda t: (write(t, "a.py", TLL001_SRC), os.link(t / "a.py", t / "a_copy.txt")), 1,
+         "a.py:1:1: TLL000 not fixed: the file has 2 hard links, and the fix (written to a new file that replaces "
+         "this name) would separate them"),
+    Case("FIFO found in a folder", fifo, 1, "pipe.py:1:1: TLL000 skipped: a FIFO, not a regular file"),
+    Case("FIFO named on the command line", fifo, 1, "pipe.py:1:1: TLL000 skipped: a FIFO, not a regular file",
+         args=("pipe.py", "ok.py")),
+    Case("socket found in a folder", unix_socket, 1, "sock.py:1:1: TLL000 skipped: a socket, not a regular file"),
     Case("latin-1 with a coding cookie",
          lambda t: write(t, "latin.py", ("# -*- coding: latin-1 -*-\n# Größe\n" + TLL001_SRC).encode("latin-1")), 0,
          "Found 1 error (1 fixed, 0 remaining).",
@@ -170,6 +200,20 @@ CASES = [
     Case("wrong type in pyproject.toml", lambda t: (write(t, "a.py", TLL001_SRC),
                                                     write(t, "pyproject.toml", "[tool.torchleaklint]\nselect = 3\n")),
          2, "select", stream="stderr"),
+    Case("pyproject.toml that is not UTF-8",
+         lambda t: (write(t, "a.py", TLL001_SRC), write(t, "pyproject.toml", b"[tool.torchleaklint]\n# Gr\xf6\xdfe\n")),
+         2, "pyproject.toml: not valid UTF-8, as TOML files must be (byte 0xf6 at offset 25)", stream="stderr"),
+    Case("--config file that is not UTF-8",
+         lambda t: (write(t, "a.py", TLL001_SRC), write(t, "lint.toml", b"select = ['TLL001'] # \xff\n")),
+         2, "lint.toml: not valid UTF-8", stream="stderr", args=("--config", "lint.toml", ".")),
+    Case("--config naming a FIFO", lambda t: (write(t, "a.py", TLL001_SRC), os.mkfifo(t / "lint.toml")),
+         2, "lint.toml: config file not found", stream="stderr", args=("--config", "lint.toml", ".")),
+    Case("max-file-size-mb that is not a number",
+         lambda t: (write(t, "a.py", TLL001_SRC), write(t, "pyproject.toml", "[tool.torchleaklint]\nmax-file-size-mb = '4'\n")),
+         2, "max-file-size-mb: expected a number of megabytes from 0 (no limit) to 1048576, got '4'", stream="stderr"),
+    Case("max-file-size-mb that is nan",
+         lambda t: (write(t, "a.py", TLL001_SRC), write(t, "pyproject.toml", "[tool.torchleaklint]\nmax-file-size-mb = nan\n")),
+         2, "max-file-size-mb: expected a number of megabytes", stream="stderr"),
     Case("permission-denied folder", permission_denied_dir, 1, "locked:1:1: TLL000 cannot read directory",
          fixed={"ok.py": TLL001_FIXED.encode()}, honour_permissions=True),
     Case("unreadable file", unreadable_file, 1, "secret.py:1:1: TLL000 cannot read file: Permission denied",
@@ -213,6 +257,30 @@ def test_bad_input(case: Case, tmp_path):
     assert after == expected
 
 
+def test_hard_links_are_kept(tmp_path):
+    write(tmp_path, "a.py", TLL001_SRC)
+    os.link(tmp_path / "a.py", tmp_path / "b.py")
+    (tmp_path / "pyproject.toml").write_text(NEUTRAL)
+    tll(["--fix", "."], tmp_path)
+    assert os.stat(tmp_path / "a.py").st_nlink == 2
+    assert os.path.samefile(tmp_path / "a.py", tmp_path / "b.py")
+    assert (tmp_path / "a.py").read_text() == TLL001_SRC
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise"])
+def test_a_file_name_with_a_newline_stays_on_one_line(tmp_path, output_format):
+    write(tmp_path, "bad\nname.py", TLL001_SRC)
+    write(tmp_path, "tab\tand\x1b[31mred.py", TLL001_SRC)
+    (tmp_path / "pyproject.toml").write_text(NEUTRAL)
+    proc = tll(["--output-format", output_format, "--no-cache", "."], tmp_path)
+    located = [line for line in proc.stdout.splitlines() if ":7:5: TLL001" in line]
+    assert [line.split(":7:5:")[0] for line in located] == ["bad\\nname.py", "tab\\tand\\x1b[31mred.py"]
+    assert "\x1b" not in proc.stdout
+    fixed = tll(["--fix", "--show-fixes", "."], tmp_path)
+    assert "- bad\\nname.py:" in fixed.stdout.splitlines()
+    assert (tmp_path / "bad\nname.py").read_text() == TLL001_FIXED
+
+
 def test_read_only_file_keeps_its_mode(tmp_path):
     read_only(tmp_path)
     (tmp_path / "pyproject.toml").write_text(NEUTRAL)
@@ -230,6 +298,30 @@ def test_symlink_listed_before_its_target_still_fixes_the_target(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "z_real.py").read_text() == TLL001_FIXED
     assert (tmp_path / "a_link.py").is_symlink()
+
+
+@pytest.mark.parametrize("args", [["."], ["pipe.py"], ["--no-cache", "."], ["-j", "2", "."], ["--add-noqa", "."]])
+def test_a_fifo_never_blocks_a_run(tmp_path, args):
+    """Checking (through the run snapshot, the per-file cache, the process pool) and
+    --add-noqa: each run ends well within the timeout instead of waiting for a writer."""
+    fifo(tmp_path)
+    os.mkfifo(tmp_path / ".gitignore")
+    (tmp_path / "pyproject.toml").write_text(NEUTRAL)
+    for _ in range(2):  # cold, then warm
+        proc = subprocess.run([sys.executable, "-m", "torchleaklint", *args], cwd=tmp_path, capture_output=True,
+                              text=True, env=dict(os.environ, NO_COLOR="1"), timeout=60)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert proc.returncode == (0 if "--add-noqa" in args else 1), proc.stdout + proc.stderr
+
+
+def test_read_regular_refuses_special_files_without_opening_them(tmp_path):
+    from torchleaklint.engine.file_gate import NotRegularFile, read_regular
+
+    os.mkfifo(tmp_path / "pipe.py")
+    with pytest.raises(NotRegularFile, match="a FIFO, not a regular file"):
+        read_regular(str(tmp_path / "pipe.py"))
+    with pytest.raises(NotRegularFile, match="a character device"):
+        read_regular("/dev/null")
 
 
 def test_symlink_loop_named_explicitly_is_tll000(tmp_path):

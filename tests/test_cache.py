@@ -166,7 +166,7 @@ def test_cli_clean_and_no_cache(cli, tmp_path):
     assert (tmp_path / ".torchleaklint_cache" / "CACHEDIR.TAG").exists()
     warm = cli("proj")
     assert warm.output == cold.output
-    for cache_file in (tmp_path / ".torchleaklint_cache").glob("*.pickle"):
+    for cache_file in (tmp_path / ".torchleaklint_cache").glob("*.json"):
         cache_file.write_bytes(b"garbage")
     damaged = cli("proj")
     assert damaged.output.count("torchleaklint: warning: ignoring unreadable cache") == 2
@@ -207,7 +207,7 @@ def test_real_code_same_findings_without_cache_warm_and_after_an_edit(tmp_path):
     assert cold.cached_files == 0 and findings(cold) == fresh
     snapshot = check([project], tmp_path / "c")
     assert snapshot.cached_files == len(files) and findings(snapshot) == fresh
-    for runs in (tmp_path / "c").glob("runs-*.pickle"):
+    for runs in (tmp_path / "c").glob("runs-*.json"):
         runs.unlink()
     per_file = check([project], tmp_path / "c")
     assert per_file.cached_files == len(files) and findings(per_file) == fresh

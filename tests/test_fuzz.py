@@ -18,7 +18,7 @@ from pathlib import Path
 
 import hypothesmith
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from torchleaklint.config import Settings
@@ -179,3 +179,121 @@ def test_every_fixture_survives_each_single_line_deletion():
         for i in range(len(lines)):
             check_program("".join(lines[:i] + lines[i + 1:]), "single-line deletions")
     assert len(seen) == 9
+
+
+# --- safe fixes on values with several origins, run for real ---------------------------
+# A value that is a tensor on one branch and a number on another (`loss if c else 0`,
+# `loss or 0`, a name that a branch rebinds to a float, a helper that returns 0.0 on some
+# calls): a fix labelled safe must keep the program running and computing the same
+# numbers. Each generated program is run with real PyTorch before and after plain --fix.
+
+BRANCH_PROGRAM = """\
+import torch
+import torch.nn.functional as F
+
+
+def helper(v, step):
+    if step % 3 == 0:
+        return 0.0
+    return v * 2
+
+
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+total = 0
+history = []
+for step in range(6):
+    x = torch.randn(8, 4)
+    y = torch.randn(8, 1)
+    loss = F.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+{rebind}    {store}
+result = (float(total), [float(h) for h in history])
+"""
+LEAVES = ["loss", "loss", "0", "0.0", "loss * 2", "loss.mean()", "helper(loss, step)", "F.mse_loss(model(x), y)"]
+CONDITIONS = ["step % 2 == 0", "step > 2", "len(history) % 2", "total"]
+
+
+@st.composite
+def branchy_value(draw, depth=0):
+    if depth >= 2 or draw(st.integers(0, 2)) == 0:
+        return draw(st.sampled_from(LEAVES))
+    a, b = draw(branchy_value(depth + 1)), draw(branchy_value(depth + 1))
+    shape = draw(st.sampled_from(["ifexp", "ifexp", "or", "and", "paren"]))
+    if shape == "ifexp":
+        return f"({a} if {draw(st.sampled_from(CONDITIONS))} else {b})"
+    if shape == "paren":
+        return f"({a})"
+    return f"({a} {shape} {b})"
+
+
+@st.composite
+def branchy_program(draw):
+    value = draw(branchy_value())
+    store = draw(st.sampled_from(["total += {}", "total = total + {}", "history.append({})"])).format(value)
+    rebind = draw(st.sampled_from(["", "", "    if step % 4 == 3:\n        loss = 0.0\n"]))
+    return BRANCH_PROGRAM.format(store=store, rebind=rebind)
+
+
+def run_program(text: str):
+    namespace = {"__name__": "fuzzed"}
+    exec(compile(text, "fuzz.py", "exec"), namespace)
+    return namespace["result"]
+
+
+def safe_fix(text: str) -> str:
+    session = LintSession(Settings())
+    session.register("fuzz.py", text)
+    outcome = fix_source(session, "fuzz.py", SourceText(text), unsafe=False)
+    assert outcome.error is None, outcome.error
+    return outcome.text
+
+
+@pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True")
+@budget(ci=60, long=3000)
+@given(branchy_program())
+def test_safe_fixes_of_values_with_several_origins_keep_the_program_working(text):
+    started = time.perf_counter()
+    try:
+        try:
+            before = run_program(text)
+        except (AttributeError, TypeError):  # e.g. `loss.mean()` after a branch set loss = 0.0
+            assume(False)
+        fixed = safe_fix(text)
+        try:
+            after = run_program(fixed)
+        except Exception as exc:  # the fix broke a working program
+            raise AssertionError(f"{type(exc).__name__}: {exc}\n--- before\n{text}\n--- after safe fixes\n{fixed}")
+        assert after == pytest.approx(before, rel=1e-5, abs=1e-6), fixed
+        if fixed != text:
+            EXAMPLES["values with several origins, safely fixed"] += 1
+    finally:
+        EXAMPLES["values with several origins, run"] += 1
+        SECONDS["values with several origins, run"] += time.perf_counter() - started
+
+
+def test_the_branch_generator_reaches_safe_fixes_and_refusals():
+    """The property above is not vacuous: among fixed examples of this class, some get a
+    safe fix (applied by plain --fix) and some only an unsafe one."""
+    examples = {
+        "total += loss if step % 2 == 0 else 0": "total += loss.item() if step % 2 == 0 else 0",
+        "total = total + (loss.mean() if step > 2 else 0.0)": "total = total + (loss.mean().item() if step > 2 else 0.0)",
+        "history.append(loss if step > 2 else 0.0)": None,  # `float(h)` alone does not prove numeric use
+        "total += (loss or 0)": None,
+        "total += helper(loss, step)": None,
+    }
+    for store, expected in examples.items():
+        text = BRANCH_PROGRAM.format(store=store, rebind="")
+        fixed = safe_fix(text)
+        if expected is None:
+            assert fixed == text, fixed
+            session = LintSession(Settings())
+            session.register("fuzz.py", text)
+            unsafe = fix_source(session, "fuzz.py", SourceText(text), unsafe=True)
+            assert unsafe.text != text  # offered, but only as unsafe
+        else:
+            assert fixed == text.replace(store, expected)
+        assert run_program(fixed) == pytest.approx(run_program(text), rel=1e-5, abs=1e-6)

@@ -178,6 +178,24 @@ def test_verify_cli_rejects_unknown_and_unfixable_rules(cli):
     assert "TLL008 has no autofix" in result.output
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--timeout", "nan"], "--timeout must be a number of seconds from 1 to 86400, got 'nan'"),
+    (["--timeout", "inf"], "--timeout must be a number of seconds from 1 to 86400, got 'inf'"),
+    (["--timeout", "1e300"], "--timeout must be a number of seconds from 1 to 86400, got '1e300'"),
+    (["--timeout", "0"], "--timeout must be a number of seconds from 1 to 86400, got '0'"),
+    (["--timeout", "soon"], "--timeout must be a number of seconds from 1 to 86400, got 'soon'"),
+    (["--rule", ""], "--rule needs a rule code, got '' (see `torchleaklint rules`)"),
+    (["--rule", " , "], "--rule needs a rule code, got ' , ' (see `torchleaklint rules`)"),
+])
+def test_verify_refuses_bad_arguments_in_one_line_before_measuring(cli, monkeypatch, args, message):
+    import torchleaklint.harness.verify as measuring
+
+    monkeypatch.setattr(measuring, "verify", lambda *a, **k: pytest.fail("measured despite a bad argument"))
+    result = cli("verify", *args)
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [f"torchleaklint: error: {message}"]
+
+
 def test_verify_without_the_harness_extra_says_what_to_install(cli, monkeypatch):
     import torchleaklint.harness.command as command
 

@@ -4,6 +4,8 @@ metadata and untouched cells exactly as they were."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 import nbformat
@@ -138,6 +140,24 @@ def test_invalid_notebook_is_tll000_and_untouched(cli, tmp_path):
     assert path.read_text() == '{"cells": [\n  {"cell_type": "code",\n'
     path.write_text('{"worksheets": []}')
     assert "TLL000" in cli("train.ipynb").stdout
+
+
+@pytest.mark.parametrize("cells, problem", [
+    ('[{"cell_type": "code", "source": 3}]', "cell 1 has a `source` that is not a string or a list of strings (3)"),
+    ('[{"cell_type": "code", "source": ["x = 1\\n", 7]}]',
+     'cell 1 has a `source` that is not a string or a list of strings (["x = 1\\n", 7])'),
+    ('[{"cell_type": "markdown", "source": "# hi"}, "x = 1"]', "cell 2 is not an object but str"),
+    ('[[1, 2]]', "cell 1 is not an object but list"),
+    ('[{"cell_type": 4, "source": ""}]', "cell 1 has a `cell_type` that is not a string"),
+])
+def test_cells_of_the_wrong_shape_are_tll000_not_all_clear(cli, tmp_path, cells, problem):
+    path = tmp_path / "odd.ipynb"
+    path.write_text('{"cells": %s, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}' % cells)
+    raw = path.read_bytes()
+    result = cli("--fix", "odd.ipynb")
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[0] == f"odd.ipynb:1:1: TLL000 not a valid notebook: {problem}"
+    assert path.read_bytes() == raw
 
 
 def test_syntax_error_in_a_cell_is_reported_in_that_cell(cli, tmp_path):

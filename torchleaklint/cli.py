@@ -14,7 +14,8 @@ import click
 from . import __version__
 from . import rules as registry
 from .config import ConfigError, SettingsResolver, parse_selectors
-from .engine.cache import CACHE_DIR_NAME, clean as clean_cache, default_cache_dir
+from .engine.cache import CACHE_DIR_NAME, default_cache_dir
+from .engine.cache_folder import CacheFolderError, clean as clean_cache, folder_problem
 from .engine.discover import DiscoveryError
 from .engine.jobs import default_jobs
 from .report import FORMATS, RENDERERS, renderer
@@ -133,6 +134,11 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
             click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''} in {files} "
                        f"file{'s' if files != 1 else ''}.", err=True)
             raise click.exceptions.Exit(EXIT_ERROR if problems else EXIT_OK)
+        if not (no_cache or fix or diff):
+            problem = folder_problem(default_cache_dir())
+            if problem is not None:
+                raise ConfigError(f"cannot use the cache folder: {problem} "
+                                  f"(set TORCHLEAKLINT_CACHE_DIR to another folder, or use --no-cache)")
         from .report.progress import progress_bar
 
         with progress_bar(work.files, no_color or bool(os.environ.get("NO_COLOR")), enabled=not quiet) as progress:
@@ -295,8 +301,8 @@ def clean() -> None:
     folder = default_cache_dir()
     try:
         removed = clean_cache(folder)
-    except OSError as exc:
-        raise _fail(f"cannot remove {folder}: {exc.strerror or exc}")
+    except CacheFolderError as exc:
+        raise _fail(str(exc))
     click.echo(f"Removed {folder}" if removed else f"No cache at {folder}")
 
 

@@ -18,7 +18,12 @@ DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".egg
                    ".ruff_cache", ".torchleaklint_cache", "__pypackages__", ".ipynb_checkpoints")
 
 TOP_LEVEL_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude", "unsafe-fixes",
-                  "respect-gitignore", "per-file-ignores", "force-exclude", "model-names", "loss-names"}
+                  "respect-gitignore", "per-file-ignores", "force-exclude", "model-names", "loss-names",
+                  "max-file-size-mb"}
+
+# Files larger than this are reported as TLL000 and not read: parsing a generated 5 MB
+# literal takes tens of seconds and gigabytes. ``max-file-size-mb = 0`` lifts the limit.
+DEFAULT_MAX_FILE_SIZE_MB = 4
 
 
 # Looked for in each folder, first found wins (as ruff's .ruff.toml, ruff.toml, pyproject.toml);
@@ -45,6 +50,7 @@ class Settings:
     # Extra names (identifiers or words of identifiers) that mean an nn.Module / a loss.
     model_names: Tuple[str, ...] = ()
     loss_names: Tuple[str, ...] = ()
+    max_file_size_mb: float = DEFAULT_MAX_FILE_SIZE_MB  # 0: no limit
     # The configuration file these settings came from (None: defaults only).
     origin: Optional[str] = None
 
@@ -127,6 +133,9 @@ def read_table(path: "str | os.PathLike[str]") -> Optional[Dict[str, object]]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8, as TOML files must be (byte 0x{exc.object[exc.start]:02x} "
+                          f"at offset {exc.start})") from None
     if os.path.basename(path) != "pyproject.toml":
         return standalone_table(data, os.fspath(path))
     tool = data.get("tool")
@@ -264,6 +273,11 @@ def settings_from_table(table: Dict[str, object], origin: str) -> Settings:
             if bad:
                 raise ConfigError(f"{where}: {bad[0]!r} is not a Python identifier")
             settings = replace(settings, **{key.replace("-", "_"): tuple(names)})
+        elif key == "max-file-size-mb":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1 << 20:
+                raise ConfigError(f"{where}: expected a number of megabytes from 0 (no limit) to {1 << 20}, "
+                                  f"got {value!r}")
+            settings = replace(settings, max_file_size_mb=value)
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: expected a table of glob = [codes]")

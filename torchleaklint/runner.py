@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 from .config import Settings
 from .diagnostics import Diagnostic, parse_error
 from .engine.discover import discover
+from .engine.file_gate import gate, read_regular
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine.source import SourceText
@@ -38,8 +39,13 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
     unreadable: List[tuple] = []
     files = list(paths) if discovered else discover(paths, settings.exclude + settings.extend_exclude,
                                                     settings.respect_gitignore, unreadable)
+    files, skipped = gate(files, settings.max_file_size_mb)
+    not_read = [parse_error(folder, f"cannot read directory: {reason}", 1, 0)
+                          for folder, reason in unreadable] + skipped
     if not (fix or diff):
-        return _check(files, unreadable, settings, progress, jobs, cache, cache_dir)
+        result = _check(files, not_read, settings, progress, jobs, cache, cache_dir)
+        result.files += len(skipped)
+        return result
     from .engine.fix import fix_source  # here: a check without fixes needs no fixer
     from .engine.lint import LintSession, read_source
     from .engine.notebook import NotebookSource
@@ -47,9 +53,7 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
     session = LintSession(settings)
     for path in files:
         session.register(path)
-    result = RunResult(files=len(files))
-    for folder, reason in unreadable:
-        result.diagnostics.append(parse_error(folder, f"cannot read directory: {reason}", 1, 0))
+    result = RunResult(files=len(files) + len(skipped), diagnostics=not_read)
     for path in files:
         if progress is not None:
             progress(path)
@@ -85,11 +89,10 @@ def run(paths: List[str], settings: Settings, fix: bool = False, diff: bool = Fa
     return result
 
 
-def _check(files, unreadable, settings: Settings, progress, jobs: int, use_cache: bool,
+def _check(files, skipped: List[Diagnostic], settings: Settings, progress, jobs: int, use_cache: bool,
            cache_dir: Optional[str]) -> RunResult:
-    result = RunResult(files=len(files))
-    for folder, reason in unreadable:
-        result.diagnostics.append(parse_error(folder, f"cannot read directory: {reason}", 1, 0))
+    """``skipped``: TLL000 reports for the folders and files that are not read."""
+    result = RunResult(files=len(files), diagnostics=list(skipped))
     snapshots = key = None
     if use_cache:
         from .engine.snapshot import RunKey, Snapshots
@@ -119,8 +122,6 @@ def _check_each(files, settings: Settings, progress, jobs: int, use_cache: bool,
 
     per_file = []
     store = Cache.open(cache_dir or None) if use_cache else None
-    if store is not None:
-        result.warnings.extend(w for w in store.warnings if w not in result.warnings)
     for checked in check_files(files, settings, jobs=jobs, cache=store):
         if progress is not None:
             progress(checked.path)
@@ -128,7 +129,8 @@ def _check_each(files, settings: Settings, progress, jobs: int, use_cache: bool,
         result.internal_errors.extend(checked.internal_errors)
         result.cached_files += checked.cached
         per_file.append((checked.path, checked.diagnostics))
-    if store is not None:
+    if store is not None:  # its warnings: on reading it, and on entries decoded as they were used
+        result.warnings.extend(w for w in store.warnings if w not in result.warnings)
         problem = store.save()
         if problem is not None:
             result.warnings.append(problem)
@@ -140,9 +142,15 @@ def write_back(path: str, source: SourceText, text: str) -> Optional[str]:
     if os.path.islink(path):
         return "not fixed: the path is a symbolic link"
     try:
+        st = os.stat(path)
         # A file without write permission is read-only by intent, also for root.
-        if not os.access(path, os.W_OK) or not os.stat(path).st_mode & 0o222:
+        if not os.access(path, os.W_OK) or not st.st_mode & 0o222:
             return "not fixed: the file is read-only"
+        if st.st_nlink > 1:
+            # The atomic write replaces this name with a new file: the other names would
+            # keep the old text, silently. Writing in place could lose the file to a kill.
+            return (f"not fixed: the file has {st.st_nlink} hard links, and the fix (written to a new file "
+                    f"that replaces this name) would separate them")
     except OSError as exc:
         return f"not fixed: {exc.strerror or exc}"
     try:
@@ -152,8 +160,7 @@ def write_back(path: str, source: SourceText, text: str) -> Optional[str]:
     original = getattr(source, "original", None)
     if original is not None:
         try:
-            with open(path, "rb") as fh:
-                current = fh.read()
+            current = read_regular(path)
         except OSError as exc:
             return f"not fixed: cannot read the file again: {exc.strerror or exc}"
         if current == data:

@@ -18,6 +18,7 @@ from .names import FUNCTIONAL_LOSSES, dotted, last_name, looks_like_loss_name
 from .detachers import (COPYING_BUILTINS, DETACH_BUILTINS, DETACH_METHODS, DISTRIBUTION_DRAWS,  # noqa: F401
                         NON_CARRYING_ATTRS,
                         NUMERIC_NAMESPACES, TORCH_NON_CARRYING, VALUES_INDICES)
+from .branches import every_branch
 from .objects import ObjectKinds
 
 STRONG = "strong"
@@ -175,14 +176,11 @@ class GraphOracle:
             if isinstance(expr.op, ast.Not):
                 return None
             return self._expr(expr.operand, scope, stmt, bindings, nxt)
-        if isinstance(expr, ast.BoolOp):
-            for value in expr.values:
-                ev = self._expr(value, scope, stmt, bindings, nxt)
-                if ev:
-                    return ev
-            return None
+        if isinstance(expr, ast.BoolOp):  # the value is one of the operands
+            return every_branch([self._expr(value, scope, stmt, bindings, nxt) for value in expr.values])
         if isinstance(expr, ast.IfExp):
-            return self._expr(expr.body, scope, stmt, bindings, nxt) or self._expr(expr.orelse, scope, stmt, bindings, nxt)
+            return every_branch([self._expr(expr.body, scope, stmt, bindings, nxt),
+                                 self._expr(expr.orelse, scope, stmt, bindings, nxt)])
         if isinstance(expr, ast.Subscript):
             return self._expr(expr.value, scope, stmt, bindings, nxt)
         if isinstance(expr, ast.Starred):
@@ -245,10 +243,9 @@ class GraphOracle:
         if key is not None:
             defs = self.analysis.flow.reaching(scope, key, stmt)
             if defs:
-                for d in defs:
-                    ev = self.def_carrying(d, scope)
-                    if ev:
-                        return ev
+                ev = every_branch([self.def_carrying(d, scope) for d in defs])
+                if ev:
+                    return ev
                 stored = self._stored_evidence(scope, key, defs)
                 return stored
             outer = self._nonlocal(key, scope)

@@ -13,6 +13,7 @@ import ast
 from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
+from .branches import every_branch
 from .module_index import Scope, container_key, expr_keys
 from .names import dotted, looks_like_loss_name
 
@@ -52,9 +53,10 @@ class FunctionSummary:
             self._positions[index] = self._evaluate(self.analysis.graph, index, "returns")
         return self._positions[index]
 
-    def param_flow(self, index: Optional[int]) -> List[Tuple[int, str]]:
+    def param_flow(self, index: Optional[int]) -> List[Tuple[int, str, bool]]:
         """Parameters whose argument's graph reaches the returned value at ``index``:
-        ``def loss_function(recon, x, mu, logvar): ... return bce + kld, kld``."""
+        ``def loss_function(recon, x, mu, logvar): ... return bce + kld, kld``; with each,
+        whether every return gives a tensor when that argument is one."""
         key = ("param_flow", index)
         if key in self._positions:
             return self._positions[key]
@@ -64,8 +66,9 @@ class FunctionSummary:
         found = []
         for i, name in enumerate(params[offset:]):
             oracle = self.analysis.graph.assuming(self.scope, name)
-            if self._evaluate(oracle, index, ("param", name)) is not None:
-                found.append((i, name))
+            ev = self._evaluate(oracle, index, ("param", name))
+            if ev is not None:
+                found.append((i, name, ev.tensor))
         self._positions[key] = found
         return found
 
@@ -81,6 +84,7 @@ class FunctionSummary:
             return None
         project.in_progress.add(key)
         try:
+            found = []  # every return: a tensor only if each one returns a tensor
             for expr in self.scope.returns:
                 stmt = _stmt_of(self.analysis, self.scope, expr)
                 if stmt is None:
@@ -90,12 +94,10 @@ class FunctionSummary:
                     if index >= len(expr.elts):
                         continue
                     target = expr.elts[index]
-                ev = oracle.carrying(target, stmt)
-                if ev is not None:
-                    return ev
+                found.append(oracle.carrying(target, stmt))
+            return every_branch(found)
         finally:
             project.in_progress.discard(key)
-        return None
 
     def returned_kind(self):
         """The object the function builds, when every value it returns is an nn.Module
@@ -208,14 +210,14 @@ class CallSummary:
         return None
 
     def _through_arguments(self, summary: FunctionSummary, index, what):
-        for i, name in summary.param_flow(index):
+        for i, name, returns_tensor in summary.param_flow(index):
             arg = argument_for(self.call, i, name)
             if arg is None:
                 continue
             ev = self.caller.carrying(arg, self.stmt)
             if ev is not None:
                 loss_like = ev.loss_like or looks_like_loss_name(summary.scope.name)
-                return replace(ev, scalar=False, tensor=ev.tensor, loss_like=loss_like,
+                return replace(ev, scalar=False, tensor=ev.tensor and returns_tensor, loss_like=loss_like,
                                text=f"`{self.callee}(...)` computes {what} from its argument `{name}`, "
                                     f"and {ev.text}")
         return None

@@ -8,6 +8,8 @@ import os
 import re
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
+from .file_gate import read_regular
+
 
 class DiscoveryError(Exception):
     """A path given by the user does not exist; one line."""
@@ -141,9 +143,8 @@ class _GitignoreStack:
     def enter(self, folder: str) -> None:
         path = os.path.join(folder, ".gitignore")
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                lines = fh.read().splitlines()
-        except OSError:
+            lines = read_regular(path).decode("utf-8", "replace").splitlines()
+        except OSError:  # none, unreadable, or not a regular file (a FIFO would block)
             return
         for line in lines:
             line = line.rstrip()

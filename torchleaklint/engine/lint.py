@@ -19,6 +19,7 @@ from ..diagnostics import Diagnostic, parse_error
 from ..rules import ALL_RULES, PARSE_ERROR
 from ..rules.base import RuleContext
 from .deps import Dependencies, RecordingProjectIndex
+from .file_gate import read_regular
 from .modules import forget_folders, module_name_for
 from .noqa import UNUSED_NOQA, is_suppressed, noqa_directives, skips_file, unused_noqa
 from .notebook import NotebookSource, is_notebook
@@ -38,8 +39,7 @@ class FileResult:
 
 def read_source(path: str) -> Union[SourceText, Diagnostic]:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_regular(path)
     except OSError as exc:
         return parse_error(path, f"cannot read file: {exc.strerror or exc}", 1, 0)
     return source_from_bytes(path, data)
@@ -64,7 +64,12 @@ def parse_source(source: SourceText, path: str) -> Union[ast.Module, Diagnostic]
         line = exc.lineno or 1
         col = max((exc.offset or 1) - 1, 0)
         return parse_error(path, f"SyntaxError: {exc.msg}", line, col)
-    except (ValueError, RecursionError, MemoryError) as exc:
+    except (RecursionError, MemoryError) as exc:
+        # CPython's parser gives up on deep nesting (20,000 `elif`s, 100,000 unary minus
+        # signs) with a MemoryError or RecursionError that often has no message.
+        return parse_error(path, f"cannot parse file: too deeply nested for Python's parser "
+                                 f"({type(exc).__name__}{': ' + str(exc) if str(exc) else ''})", 1, 0)
+    except ValueError as exc:
         return parse_error(path, f"cannot parse file: {exc}", 1, 0)
 
 

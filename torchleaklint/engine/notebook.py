@@ -44,6 +44,20 @@ def is_notebook(path: str) -> bool:
     return str(path).lower().endswith(NOTEBOOK_SUFFIX)
 
 
+def _cell_problem(cell) -> str:
+    """What makes a cell unlike nbformat's (an object whose ``source`` is a string or a
+    list of strings), or "" for a good cell. A cell of another shape would otherwise be
+    read as empty and the notebook reported clean."""
+    if not isinstance(cell, dict):
+        return f"is not an object but {type(cell).__name__}"
+    if not isinstance(cell.get("cell_type", ""), str):
+        return "has a `cell_type` that is not a string"
+    source = cell.get("source", "")
+    if isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source)):
+        return ""
+    return f"has a `source` that is not a string or a list of strings ({json.dumps(source)[:40]})"
+
+
 def _cell_text(source) -> str:
     if isinstance(source, list):
         return "".join(s for s in source if isinstance(s, str))
@@ -80,6 +94,10 @@ class NotebookSource(SourceText):
             raise SourceDecodeError(f"not a valid notebook: invalid JSON: {msg}", line=line, col=col) from None
         if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
             raise SourceDecodeError("not a valid notebook: no list of `cells` (nbformat 4 is supported)")
+        for number, cell in enumerate(notebook["cells"], 1):
+            problem = _cell_problem(cell)
+            if problem:
+                raise SourceDecodeError(f"not a valid notebook: cell {number} {problem}")
         source = cls(text="", encoding="utf-8", bom=data.startswith(b"\xef\xbb\xbf"),
                      notebook=notebook, raw=raw)
         source.text = source._join()

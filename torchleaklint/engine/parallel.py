@@ -22,9 +22,10 @@ from ..config import Settings
 from ..diagnostics import Diagnostic
 from ..rules.testpaths import is_test_path
 from . import collector
-from .cache import Cache, Entry, StoredDependencies, content_hash, trusted_stat
+from .cache import Cache, Entry, StoredDependencies, content_hash, stat_key, trusted_stat
 from .deps import ABSENT, Dependencies
 from .digests import canonical, digest
+from .file_gate import open_regular
 from .lint import LintSession, source_from_bytes, symbol_table
 from .modules import forget_folders, module_name_for
 from .prefilter import trigger_words
@@ -50,7 +51,7 @@ def _pass1(task):
     expected hash given and matched, table and words are not computed (``same``)."""
     path, origin, expected = task
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             st = os.fstat(fh.fileno())
             data = fh.read()
     except OSError:
@@ -113,7 +114,7 @@ def symbol_entries(files: Sequence[str], cache: Optional[Cache], jobs: int = 1) 
         entry = entries.get(key)
         try:
             st = os.stat(path)
-            stat = (st.st_mtime_ns, st.st_size)
+            stat = stat_key(st)
         except OSError:
             continue
         if entry is not None and entry.origin == origin and entry.stat == stat:

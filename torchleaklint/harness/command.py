@@ -21,6 +21,8 @@ def _fail(message: str) -> click.exceptions.Exit:
 def _codes(rules) -> list:
     codes = []
     for item in rules:
+        if not item.strip(" ,"):
+            raise _fail(f"--rule needs a rule code, got {item!r} (see `torchleaklint rules`)")
         for code in filter(None, (c.strip().upper() for c in item.split(","))):
             rule = registry.RULES_BY_CODE.get(code)
             if rule is None:
@@ -29,6 +31,23 @@ def _codes(rules) -> list:
                 raise _fail(f"{code} has no autofix, so there is nothing to verify")
             codes.append(code)
     return codes or [r.code for r in registry.ALL_RULES if r.repro]
+
+
+MAX_TIMEOUT = 86_400.0  # a day: beyond it a wait is a hang, and time arithmetic overflows
+
+
+def _timeout(text: str) -> float:
+    """``--timeout``: a finite number of seconds from 1 to a day (``nan``, ``inf`` and
+    ``1e300`` are refused here, not by a traceback in the middle of a run)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 1 <= value <= MAX_TIMEOUT):
+        raise _fail(f"--timeout must be a number of seconds from 1 to {MAX_TIMEOUT:.0f}, got {text!r}")
+    return value
 
 
 def _device(requested: str) -> str:
@@ -50,8 +69,8 @@ def _device(requested: str) -> str:
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
               help="Write one PNG per rule (memory vs step, before and after) into this folder.")
 @click.option("--jobs", type=click.IntRange(1, 64), default=None, help="Programs measured at once (default: CPUs).")
-@click.option("--timeout", type=click.FloatRange(1, None), default=300.0, show_default=True,
-              help="Seconds before a measured program is stopped.")
+@click.option("--timeout", type=str, default="300", show_default=True,
+              help=f"Seconds before a measured program is stopped (1 to {MAX_TIMEOUT:.0f}).")
 def verify(rules, steps, device, output_format, plot_dir, jobs, timeout) -> None:
     """Prove on real PyTorch programs that each autofix removes its leak."""
     missing = missing_requirements()
@@ -65,6 +84,7 @@ def verify(rules, steps, device, output_format, plot_dir, jobs, timeout) -> None
     from .verify import child_runs, reproductions, verify as run_verify
 
     codes = _codes(rules)
+    timeout = _timeout(timeout)
     device = _device(device)
     repros = reproductions(codes)
     console = Console(stderr=True, highlight=False)

@@ -57,12 +57,22 @@ def display_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def printable_path(path: str) -> str:
+    """``display_path`` with each unprintable character (a newline, a tab, an escape, a
+    byte that is not UTF-8) written as its Python escape, so that one finding stays one
+    line and a file name cannot inject terminal control sequences."""
+    shown = display_path(path)
+    if shown.isprintable():
+        return shown
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in shown)
+
+
 def location(d: Diagnostic) -> str:
     """``path:row:col`` (``path:cell N:row:col`` in a notebook), columns 1-based."""
     where = f"{d.start.line}:{d.start.col + 1}"
     if d.cell is not None:
         where = f"cell {d.cell}:{where}"
-    return f"{display_path(d.path)}:{where}"
+    return f"{printable_path(d.path)}:{where}"
 
 
 class TextReporter:
@@ -108,7 +118,7 @@ class TextReporter:
         out = self.out
         out.line(f"Fixed {total} error{'s' if total != 1 else ''}:")
         for path, codes in fixed_codes.items():
-            out.line(f"- {display_path(path)}:")
+            out.line(f"- {printable_path(path)}:")
             for code, count in sorted(codes.items()):
                 out.line(f"    {count} × {code} ({names.get(code, '')})")
 

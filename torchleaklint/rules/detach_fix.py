@@ -6,6 +6,7 @@ stay a tensor: a 0-dim loss can be a view that pins its whole element-wise buffe
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import List, Optional, Tuple
 
 from ..analysis.graph import STRONG, Evidence
@@ -40,6 +41,15 @@ def carrying_parts(ctx, expr: ast.AST, stmt, graph=None) -> List[Tuple[ast.AST, 
             return carrying_parts(ctx, expr.left, stmt, graph)
         if right is not None and left is None:
             return carrying_parts(ctx, expr.right, stmt, graph)
+    if isinstance(expr, ast.IfExp):
+        # Fix each branch that carries a graph, by its own evidence: `loss.item() if c else 0`,
+        # never `(loss if c else 0).item()`, which raises on the integer branch.
+        return [part for branch in (expr.body, expr.orelse) for part in carrying_parts(ctx, branch, stmt, graph)]
+    if isinstance(expr, ast.BoolOp):
+        # `loss or 0`: which operand is the value depends on truthiness at run time, so a
+        # fix of the carrying operands (`loss.item() or 0`) is offered as unsafe only.
+        return [(part, replace(part_ev, tensor=False, scalar=False)) for value in expr.values
+                for part, part_ev in carrying_parts(ctx, value, stmt, graph)]
     if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp, ast.Starred)):
         return []  # no single expression to detach: report without a fix
     return [(expr, ev)]

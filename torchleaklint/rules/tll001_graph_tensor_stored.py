@@ -59,7 +59,10 @@ class GraphTensorStored(Rule):
     must stay tensors; `.detach()` for other tensors. It is **safe** when the value is
     proven to be a tensor (and, for `.item()`, a scalar with numeric uses only); it is
     **unsafe** when the evidence is a naming convention or a use of the container could
-    not be followed (returned, passed to unknown code). Set
+    not be followed (returned, passed to unknown code). A value proven a tensor on some
+    paths only (`loss if step else 0.0`, a name that a branch sets to a float, a helper
+    that may return a number) is fixed on its tensor branch (`loss.item() if step else
+    0.0`) or gets an unsafe fix; `loss or 0` and `loss and x` get unsafe fixes. Set
     `[tool.torchleaklint.tll001] fix-style = "item" | "detach"` to force a style.
 
     ## Memory impact

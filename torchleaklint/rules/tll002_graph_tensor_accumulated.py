@@ -64,6 +64,10 @@ class GraphTensorAccumulated(Rule):
     `.detach().clone()` for scalar losses) when the accumulator is used as a tensor
     (safe when the value is proven to be a tensor). Calls into helpers such as
     `meter.update(loss)` get an **unsafe** fix: the helper's own uses are not followed.
+    A value that is a tensor on some paths only is fixed on its tensor branch
+    (`total += loss.item() if step % 2 == 0 else 0`, safe), or unsafely when the
+    branches cannot be told apart (`loss or 0`, a name that a branch sets to `0.0`, a
+    helper that returns a number on some calls).
 
     ## Memory impact
     One autograd graph per iteration kept reachable through the accumulator; with

@@ -145,7 +145,8 @@ class Norm(nn.Module):
                 fix = None
                 if parts:
                     edits = tuple(ctx.insert_after(expr, ".detach()") for expr, _ in parts)
-                    fix = Fix(SAFE if evidence.strength == STRONG else UNSAFE,
+                    proven = evidence.strength == STRONG and all(ev.tensor for _, ev in parts)
+                    fix = Fix(SAFE if proven else UNSAFE,
                               "Detach the graph-carrying operand of the update", edits)
                 message = (f"`{attr}` is updated from its previous value and a graph-carrying tensor without "
                            f"`.detach()` or `no_grad`; the statistic keeps every update's graph alive")
