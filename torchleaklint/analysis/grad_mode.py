@@ -60,6 +60,8 @@ class GradMode:
         for module, caller, off in sites:
             if off:
                 continue
+            if caller == module:
+                return None  # called by a module's top-level code, which runs with grad on
             found = project.scope_for(FunctionRef(module, caller))
             if found is None:
                 return None

@@ -219,9 +219,7 @@ class ObjectKinds:
                     if self.project.is_module_class(*cls):
                         return ObjectKind("module", f"annotated `{cls[1]}`, an nn.Module")
                     return ObjectKind("instance", f"annotated `{cls[1]}`", class_ref=cls)
-            from .param_kinds import kind_from_callers
-
-            return kind_from_callers(self, scope, d.key, depth)
+            return None
         if d.kind == "for" and d.value is not None:
             base = self.kind_of(d.value, scope, d.stmt, depth + 1)
             return base if base is not None and base.is_module else None
