@@ -14,7 +14,7 @@ import re
 import sys
 import types
 from functools import lru_cache
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 Site = Tuple[str, int, str]
 
@@ -46,6 +46,23 @@ def name_in_frames(obj: object, frame) -> Optional[Tuple[str, Optional[Site]]]:
                         _attribute_append_line(type(value), key))
         frame = frame.f_back
     return None
+
+
+def lists_in_frame(frame, minimum: int) -> Iterator[list]:
+    """The lists of at least ``minimum`` items a running function holds: its local variables
+    (a script's globals) and the attributes of the objects among them (``self.losses``)."""
+    for value in list(frame.f_locals.values()):
+        if type(value) is list:
+            if len(value) >= minimum:
+                yield value
+            continue
+        if isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)):
+            continue
+        attributes = getattr(value, "__dict__", None)
+        if isinstance(attributes, dict):
+            for item in list(attributes.values()):
+                if type(item) is list and len(item) >= minimum:
+                    yield item
 
 
 def name_by_referrers(obj: object) -> Tuple[str, Optional[Site]]:
