@@ -209,11 +209,12 @@ class Sampler:
         if self.cuda is not None:
             self.cuda.reset_peak()
 
-    def sample(self, census: Optional[Callable[[List[object], List[object]], None]] = None,
-               tensors: Optional[List[object]] = None, **observed: float) -> Sample:
+    def sample(self, census: Optional[Callable[[Optional[List[object]], List[object]], None]] = None,
+               tensors: Optional[Callable[[], List[object]]] = None, **observed: float) -> Sample:
         """One sample of the tensors the collector tracks, where ``census(objects, tensors)``
-        may look at the same object scan; or, given ``tensors`` (the watcher counts them as
-        they are made), a sample of those alone without a scan."""
+        may look at the same object scan; or, given ``tensors()`` (the watcher counts tensors
+        as they are made), a sample of the tensors it returns after the collection, without a
+        scan (``census`` then sees ``None`` for the objects)."""
         self.step_index += 1
         scan = tensors is None
         # Garbage cycles would make every count depend on when the collector last ran. The
@@ -225,12 +226,11 @@ class Sampler:
         self.samples_taken += scan
         # Memory first: the census below allocates a list of every tracked object.
         heap, resident, peak = heap_in_use(), rss(), peak_rss()
-        if scan:
-            objects = gc.get_objects()
-            tensors = live_tensors(objects)
-            if census is not None:
-                census(objects, tensors)
-            del objects
+        objects = gc.get_objects() if scan else None
+        tensors = live_tensors(objects) if scan else tensors()
+        if census is not None:
+            census(objects, tensors)
+        del objects
         sample = Sample(
             step=self.step_index, nodes=autograd_nodes(tensors), tensors=len(tensors),
             tensor_bytes=tensor_bytes(tensors), heap=heap, rss=resident,

@@ -13,6 +13,7 @@ watcher's rare full census.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Dict, List
 
@@ -30,13 +31,19 @@ class LiveTensors(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
+        if isinstance(result, torch.Tensor):
+            made = (result,)
+        elif isinstance(result, (tuple, list)):
+            made = tuple(tensors_in(result))
+        else:
+            return result  # sizes, numbers, nodes: most property reads end here
         live = self._live
-        made = list(tensors_in(result))
         for tensor in made:
             key = id(tensor)
             if key not in live:
                 try:
-                    live[key] = weakref.ref(tensor, lambda _, key=key, live=live: live.pop(key, None))
+                    # The reference removes its own entry when the tensor dies.
+                    live[key] = weakref.ref(tensor, functools.partial(live.pop, key))
                 except TypeError:
                     continue  # a tensor type that cannot be weakly referenced
         if self.record_sites and made:

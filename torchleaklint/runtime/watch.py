@@ -168,8 +168,8 @@ class Watch:
 
     def _take_sample(self, observed: dict, census: bool, frame) -> None:
         record = WatchSample(self.steps, self._phase, {}, traced=self._tracker.record_sites, census=census)
-        tensors = self._tracker.tensors()
-        if record.traced:
+
+        def by_site(_, tensors) -> None:
             from .sites import nodes_by_site, tensor_site
 
             record.nodes_by_site = nodes_by_site(tensors)
@@ -178,8 +178,9 @@ class Watch:
                     site = tensor_site(tensor)
                     count, size = record.tensors_by_site.get(site, (0, 0))
                     record.tensors_by_site[site] = (count + 1, size + _nbytes(tensor))
-        sample = self._sampler.sample(tensors=tensors, **observed)
-        del tensors
+
+        sample = self._sampler.sample(census=by_site if record.traced else None, tensors=self._tracker.tensors,
+                                      **observed)
         sample.step = self.steps
         record.probes = sample.to_dict()
         own = {id(value) for value in vars(self).values() if type(value) is list}
