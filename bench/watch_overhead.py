@@ -3,10 +3,11 @@
 ``python bench/watch_overhead.py`` runs a small MLP's training step padded to ~1 ms, ~2 ms,
 ~50 ms (and with ``--slow`` ~1 s) per step, and prints one table:
 
-- *detected at*: in a loop that keeps ``losses.append(loss)`` after ``backward()`` (about 6
-  autograd nodes and one tensor per step), the first step after which the default watch's
-  report names a growing graph or tensors; *line* and *holder* say whether that report points
-  at the line that created the loss and at the list ``losses`` that keeps it;
+- *leak*, *line*, *list*: in a loop that keeps ``losses.append(loss)`` after ``backward()``
+  (about 6 autograd nodes and one tensor per step), the first step after which the default
+  watch's report names a growing graph or tensors, the line that created the loss, and the
+  list ``losses`` that keeps it (a variable of the step's closure, not of the loop's frame),
+  up to 600 steps (50 for the ~1 s loop);
 - *overhead*: in the same loop with ``losses.append(loss.item())`` (clean), the loop's time
   watched with the defaults and with ``every=1`` over unwatched, interleaved in one run and
   repeated ``--rounds`` times (median). The loop time includes entering the watch.
@@ -29,41 +30,56 @@ import torchleaklint
 
 
 def make_step(step_ms: float, keep: str):
-    """A training step of at least ``step_ms`` (computation, then sleep for the rest, as a
-    loop that waits for a device or a data loader would) that keeps its loss or its float."""
-    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
+    """A training step of about ``step_ms`` unwatched that keeps its loss or its float: up to
+    10 ms all computation (the batch grows until the step takes that long), above that a small
+    step and a sleep for the rest, as a loop that waits for a device or a data loader would."""
+    batch = 16
+    while True:
+        model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+        x, y = torch.randn(batch, 64), torch.randint(0, 10, (batch,))
+
+        def compute():
+            loss = F.cross_entropy(model(x), y)  # the line that creates the graph
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        seconds = _per_call(compute)
+        if step_ms > 10 or seconds * 1000 >= step_ms or batch >= 1 << 16:
+            break
+        batch = int(batch * 1.5)
+    pad = 0.0
+    if step_ms > 10:
+        pad = step_ms / 1000 - seconds
+        # A sleep overshoots by a roughly fixed amount: take it off the pad once.
+        pad = max(pad - (_per_call(lambda: (compute(), time.sleep(pad))) - seconds - pad), 0.0)
     losses = []
 
-    def compute():
-        loss = F.cross_entropy(model(x), y)  # the line that creates the graph
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        return loss
-
-    for _ in range(20):
-        compute()
-    started = time.perf_counter()
-    for _ in range(50):
-        compute()
-    pad = max(step_ms / 1000 - (time.perf_counter() - started) / 50, 0.0)
-
     def step():
-        started = time.perf_counter()
         loss = compute()
         losses.append(loss if keep == "tensor" else loss.item())
-        while pad and time.perf_counter() - started < pad:
-            time.sleep(min(pad / 4, 0.002))
+        if pad:
+            time.sleep(pad)
 
     return step
 
 
+def _per_call(function, calls: int = 20) -> float:
+    for _ in range(5):
+        function()
+    started = time.perf_counter()
+    for _ in range(calls):
+        function()
+    return (time.perf_counter() - started) / calls
+
+
 def detection(step_ms: float, max_steps: int) -> tuple:
-    """(step at which the default watch first reports the leak or None, line named, holder named)."""
+    """The steps after which the default watch's report first names (a) a growing graph or
+    tensors, (b) the line that created the loss, (c) the list ``losses``; None if not seen."""
     step = make_step(step_ms, "tensor")
-    seen = 0
+    seen, found = 0, [None, None, None]
     with torchleaklint.watch(label="leak") as w:
         for number in range(1, max_steps + 1):
             step()
@@ -72,11 +88,14 @@ def detection(step_ms: float, max_steps: int) -> tuple:
                 continue  # the report can only change when a sample was taken
             seen = len(w.samples)
             findings = w.report().findings
-            if any(f.kind in ("graph", "tensors") for f in findings):
-                line = any(f.kind == "graph" and "cross_entropy" in f.line for f in findings)
-                holder = any(f.kind == "list" and "losses" in f.what for f in findings)
-                return number, line, holder
-    return None, False, False
+            checks = (any(f.kind in ("graph", "tensors") for f in findings),
+                      any(f.kind == "graph" and "cross_entropy" in f.line for f in findings),
+                      any((f.kind == "list" and "losses" in f.what) or "losses" in getattr(f, "kept_in", "")
+                          for f in findings))
+            found = [old or (number if check else None) for old, check in zip(found, checks)]
+            if all(found):
+                break
+    return tuple(found)
 
 
 def timed(step_ms: float, steps: int, **options) -> float:
@@ -102,13 +121,15 @@ def main() -> None:
     parser.add_argument("--slow", action="store_true", help="also the ~1 s/step loop (detection only)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"{'loop':>9}{'detected at':>13}{'line':>6}{'holder':>8}{'steps timed':>13}"
+    print("step at which the default watch's report first names the leak, its line, its list;")
+    print("overhead of the watch on the clean loop over the same loop unwatched (median of rounds)")
+    print(f"{'loop':>9}{'leak':>7}{'line':>7}{'list':>7}{'steps timed':>13}"
           f"{'unwatched':>11}{'default':>9}{'every=1':>9}")
     loops = LOOPS + ([(1000.0, 0)] if args.slow else [])
     for step_ms, steps in loops:
-        found, line, holder = detection(step_ms, 50 if step_ms >= 1000 else 600)
-        at = f"{found}" if found else ("> 50" if step_ms >= 1000 else "> 600")
-        row = f"{step_ms:>6.0f} ms{at:>13}{'yes' if line else 'no':>6}{'yes' if holder else 'no':>8}"
+        limit = 50 if step_ms >= 1000 else 600
+        found = detection(step_ms, limit)
+        row = f"{step_ms:>6.0f} ms" + "".join(f"{at or f'>{limit}':>7}" for at in found)
         if not steps:
             print(row + f"{'-':>13}{'-':>11}{'-':>9}{'-':>9}")
             continue

@@ -140,6 +140,26 @@ def test_default_settings_catch_a_kept_loss_within_50_steps_with_its_line_and_li
     assert "local `losses` of" in held.what and "(of Tensor)" in held.what
     assert held.line == "losses.append(step())"
     assert held.per_step == pytest.approx(1.0)
+    assert "local `losses` of" in graph.kept_in
+
+
+def test_a_kept_loss_is_traced_to_a_list_that_the_loop_cannot_see():
+    def make_step():
+        step, losses = _mlp_step(), []
+
+        def train():
+            losses.append(step())  # a closure's list: not a local of the watched loop
+
+        return train
+
+    train = make_step()
+    with torchleaklint.watch(label="closure") as w:
+        for _ in range(50):
+            train()
+            w.step()
+    (graph,) = [f for f in w.report().findings if f.kind == "graph"]
+    assert graph.kept_in == "list closure variable `losses` of train()"
+    assert "kept in list closure variable `losses` of train()" in graph.message()
 
 
 def test_default_settings_catch_one_kept_tensor_per_step_within_50_steps():

@@ -37,6 +37,7 @@ class GrowthFinding:
     rule: Optional[str] = None
     rule_line: Optional[int] = None
     bytes_per_step: Optional[float] = None  # Python objects kept per step, for lists
+    kept_in: str = ""  # the container that holds the growing tensors, for graphs and tensors
 
     def message(self) -> str:
         amount = kib(self.per_step) if self.unit == "bytes" else f"{self.per_step:+.1f} {self.unit}"
@@ -47,6 +48,8 @@ class GrowthFinding:
             where = f"{self.site[0]}:{self.site[1]}"
             verb = "appended at" if self.kind == "list" else "created at"
             text += f", {verb} {where}" + (f" `{self.line}`" if self.line else "")
+        if self.kept_in:
+            text += f", kept in {self.kept_in}"
         if self.rule:
             text += f" — see {self.rule}" + (f" (line {self.rule_line})" if self.rule_line else "")
         return text

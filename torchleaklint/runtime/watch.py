@@ -35,10 +35,13 @@ from .schedule import Schedule
 from .trend import WatchReport, WatchSample, phase_trend
 
 LONG_LIST = 8  # lists shorter than this are not followed
+KEEPER_CANDIDATES = 3  # the newest tensors of a growing site whose container is looked up
 FULL_COLLECTION_EVERY = 10  # censuses; the others collect the young generations only
 # Before the first census is timed, its cost is guessed from the interpreter's allocated
-# blocks (measured: ~0.1 us per block with torch loaded, 60 ms for 560,000 blocks).
-CENSUS_SECONDS_PER_BLOCK = 1e-7
+# blocks, on the high side: 0.1 us per block on an idle machine with torch loaded (60 ms for
+# 560,000 blocks), up to 0.9 us on a loaded one. A first census that overshot the budget
+# would cost a short loop more than all its samples.
+CENSUS_SECONDS_PER_BLOCK = 1e-6
 _HERE = os.path.dirname(__file__) + os.sep
 
 
@@ -76,10 +79,12 @@ class Watch:
         self._census_lists: dict = {}
         self._list_lengths: dict = {}  # id -> length of every long list at the last census
         self._list_names: dict = {}  # id -> (description, append site), named while sampling
+        self._keepers: dict = {}  # creation site -> the container its tensors are kept in
 
     # -- the window ---------------------------------------------------------------------
     def __enter__(self) -> "Watch":
-        self._open()
+        if self._sampler is None:  # entering again continues the same watch
+            self._open()
         self._push()
         return self
 
@@ -253,8 +258,28 @@ class Watch:
             for finding in trend.findings:
                 if finding.kind == "list":
                     _name_list(finding, held, self._list_names)
+                elif finding.kind in ("graph", "tensors") and finding.site is not None:
+                    finding.kept_in = self._kept_in(finding.site)
         return WatchReport(self.label, self.steps, self.warmup, phases,
                            [dict(s.probes, phase=s.phase) for s in self.samples])
+
+    def _kept_in(self, site) -> str:
+        """The list that holds the newest live tensors made at ``site``, named once per site."""
+        if site in self._keepers:
+            return self._keepers[site]
+        from .holders import container_of, name_by_referrers, name_in_frames
+        from .sites import tensor_site
+
+        with self._torch._C.DisableTorchFunction():
+            made = [t for t in self._tracker.tensors() if tensor_site(t) == site][-KEEPER_CANDIDATES:]
+        found = container_of(made, ignore=[made]) if made else None
+        named = ""
+        if found is not None:
+            holder, _ = name_in_frames(found, _user_frame()) or name_by_referrers(found)
+            named = f"{type(found).__name__} {holder}"
+        del made, found
+        self._keepers[site] = named
+        return named
 
     def print_report(self, console=None) -> WatchReport:
         from .render import print_report
@@ -316,16 +341,16 @@ def _name_list(finding, growing: dict, names: dict) -> None:
             finding.rule, finding.rule_line = match
 
 
-def watch(label: str = "run", **options) -> Watch:
+def watch(label: str = "run", **settings) -> Watch:
     """A watch over the steps of a loop; use it as a context manager."""
-    return Watch(label=label, **options)
+    return Watch(label=label, **settings)
 
 
-def watch_steps(func: Optional[Callable] = None, **options):
+def watch_steps(func: Optional[Callable] = None, **settings):
     """Decorator: every call of the function is one watched step; the watch is ``func.watch``."""
 
     def decorate(step_function: Callable) -> Callable:
-        w = Watch(label=options.pop("label", step_function.__name__), **options)
+        w = Watch(label=settings.pop("label", step_function.__name__), **settings)
 
         @functools.wraps(step_function)
         def wrapper(*args, **kwargs):
