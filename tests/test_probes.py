@@ -27,6 +27,19 @@ def test_a_kept_graph_shows_up_in_the_census():
     del kept
 
 
+def test_a_sample_of_given_tensors_skips_the_scan():
+    w = torch.randn(8, requires_grad=True)
+    kept = [(w * i).sum() for i in range(3)]
+    seen = []
+    sampler = probes.Sampler("cpu")
+    sampler.begin(collect=False)
+    sample = sampler.sample(census=lambda objects, tensors: seen.append((objects, len(tensors))),
+                            tensors=lambda: list(kept))
+    assert (sample.tensors, sample.nodes, sample.tensor_bytes) == (3, 3 * 2 + 1, 3 * 4)
+    assert seen == [(None, 3)]  # no object scan to look at
+    assert sampler.samples_taken == 0  # full collections are paced by scans only
+
+
 def test_tensor_bytes_counts_shared_storage_once():
     base = torch.zeros(1024)
     assert probes.tensor_bytes([base, base[:10], base.view(32, 32)]) == 4096

@@ -71,7 +71,8 @@ def test_phases_tracked_types_json_and_plot(tmp_path):
     class ReplayBuffer:
         pass
 
-    kept, w = [], Watch(label="erl", every=1, warmup=2, track_types=["ReplayBuffer"])
+    # Instances are counted by the census (a scan of every object): at every sample here.
+    kept, w = [], Watch(label="erl", every=1, warmup=2, track_types=["ReplayBuffer"], census_every=1)
     weight = torch.randn(16, requires_grad=True)
     with w:
         for generation in range(8):
@@ -110,11 +111,160 @@ def test_watch_steps_decorator_counts_calls():
     assert any(f.kind == "graph" for f in report.findings)
 
 
-def test_default_sampling_adapts_to_the_budget():
-    with Watch(label="cheap") as w:
-        for _ in range(400):
+def _mlp_step():
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(16, 32)
+
+    def step():
+        loss = model(x).pow(2).mean()  # creates the graph
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def test_default_settings_catch_a_kept_loss_within_50_steps_with_its_line_and_list():
+    step, losses = _mlp_step(), []
+    with torchleaklint.watch(label="train") as w:
+        for _ in range(50):
+            losses.append(step())
             w.step()
-    assert len(w.samples) < 400 // 2
+    report = w.report()
+    (graph,) = [f for f in report.findings if f.kind == "graph"]
+    assert graph.per_step >= 5  # pow, mean, two addmm, relu, t: kept through the loss
+    assert graph.line == "loss = model(x).pow(2).mean()  # creates the graph"
+    (held,) = [f for f in report.findings if f.kind == "list"]
+    assert "local `losses` of" in held.what and "(of Tensor)" in held.what
+    assert held.line == "losses.append(step())"
+    assert held.per_step == pytest.approx(1.0)
+    assert "local `losses` of" in graph.kept_in
+
+
+def test_a_kept_loss_is_traced_to_a_list_that_the_loop_cannot_see():
+    def make_step():
+        step, losses = _mlp_step(), []
+
+        def train():
+            losses.append(step())  # a closure's list: not a local of the watched loop
+
+        return train
+
+    train = make_step()
+    with torchleaklint.watch(label="closure") as w:
+        for _ in range(50):
+            train()
+            w.step()
+    (graph,) = [f for f in w.report().findings if f.kind == "graph"]
+    assert graph.kept_in == "list closure variable `losses` of train()"
+    assert "kept in list closure variable `losses` of train()" in graph.message()
+
+
+def test_default_settings_catch_one_kept_tensor_per_step_within_50_steps():
+    kept, data = [], torch.randn(64)
+    with torchleaklint.watch(label="cache") as w:
+        for _ in range(50):
+            kept.append(data[:8] * 2)  # a small tensor without a graph, one per step
+            w.step()
+    (finding,) = [f for f in w.report().findings if f.kind == "tensors"]
+    assert finding.per_step == pytest.approx(1.0) and finding.unit == "tensors"
+    assert finding.line.startswith("kept.append(data[:8] * 2)")
+
+
+def test_a_list_of_loss_floats_is_python_objects_never_a_graph_leak():
+    step, losses = _mlp_step(), []
+    with torchleaklint.watch(label="floats") as w:
+        for _ in range(50):
+            losses.append(step().item())
+            w.step()
+    report = w.report()
+    assert [f.kind for f in report.findings] == ["list"]
+    (finding,) = report.findings
+    assert finding.rule is None and "(of float)" in finding.what
+    assert finding.bytes_per_step == pytest.approx(8 + 24)  # a list slot and a float
+    assert "bytes/step of Python objects" in finding.message()
+
+
+def test_too_few_samples_say_so_and_how_many_steps_they_need():
+    import io
+
+    from rich.console import Console
+
+    with Watch(label="short", warmup=3) as w:
+        for _ in range(4):
+            w.step()
+    (phase,) = w.report().phases
+    assert not phase.judged and phase.needs_steps == 2  # samples at steps 5 and 6 complete three
+    out = io.StringIO()
+    w.print_report(Console(file=out, width=200))
+    assert "short: too few samples to judge (needs ~2 more steps)" in out.getvalue()
+    assert "stable" not in out.getvalue()
+    with w:
+        for _ in range(2):
+            w.step()
+    assert w.report().phases[0].judged
+
+
+def test_sampling_is_dense_first_then_backs_off():
+    with Watch(label="cheap") as w:
+        for _ in range(1000):
+            w.step()
+    taken = [s.step for s in w.samples]
+    assert taken[:16] == list(range(1, 17))
+    assert 55 <= len(taken) <= 70  # 19 dense, then 10 % of the step: ~24 per tenfold
+    assert max(b - a for a, b in zip(taken, taken[1:])) <= 100
+
+
+def test_every_and_census_every_fix_the_intervals():
+    with Watch(label="fixed", every=3, census_every=2) as w:
+        for _ in range(30):
+            w.step()
+    assert [s.step for s in w.samples] == list(range(1, 31, 3))
+    assert [s.census for s in w.samples] == [i % 2 == 1 for i in range(10)]
+    assert "census_nodes" in w.samples[1].probes and "census_nodes" not in w.samples[0].probes
+
+
+@pytest.mark.parametrize("arguments", [
+    {"budget": 0}, {"budget": float("nan")}, {"budget": float("inf")}, {"budget": -0.1}, {"budget": 2},
+    {"budget": "5%"}, {"budget": True}, {"warmup": "x"}, {"warmup": -5}, {"warmup": 2.0},
+    {"every": 1.5}, {"every": 0}, {"every": True}, {"census_every": 0}, {"device": "tpu"},
+    {"device": "cuda:x"}, {"device": 0}, {"label": ""}, {"label": None}, {"track_types": "ReplayBuffer"},
+    {"track_types": [3]}, {"track_types": 5}, {"trace_sites": "yes"},
+], ids=repr)
+def test_bad_arguments_are_refused_when_the_watch_is_created(arguments):
+    with pytest.raises(ValueError, match=f"watch: {next(iter(arguments))}"):
+        torchleaklint.watch(**arguments)
+    with pytest.raises(ValueError):
+        torchleaklint.watch_steps(**arguments)(lambda: None)
+
+
+def test_cuda_is_refused_where_there_is_none():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        Watch(device="cuda:0")
+
+
+def test_good_arguments_are_kept():
+    w = Watch(label="ok", every=2, warmup=0, budget=1, device=torch.device("cpu"), track_types=("A",))
+    assert (w.every, w.warmup, w.budget, w.device, w.track_types) == (2, 0, 1.0, "cpu", ("A",))
+
+
+def test_watch_steps_watches_the_calls_only():
+    weight = torch.randn(8, requires_grad=True)
+    between = []
+
+    @torchleaklint.watch_steps(every=1, warmup=2)
+    def train_step():
+        return (weight * 3).sum().item()
+
+    for _ in range(12):
+        train_step()
+        between.append(weight * 2)  # made between calls: not the step's
+    report = train_step.watch.report()
+    assert not [f for f in report.findings if f.kind in GRAPH_KINDS]
 
 
 def test_step_outside_the_window_is_an_error():

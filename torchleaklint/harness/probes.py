@@ -202,27 +202,32 @@ class Sampler:
         self.samples_taken = 0
         self.full_collection_every = full_collection_every
 
-    def begin(self) -> None:
-        gc.collect()
+    def begin(self, collect: bool = True) -> None:
+        if collect:
+            gc.collect()
         reset_peak_rss()
         if self.cuda is not None:
             self.cuda.reset_peak()
 
-    def sample(self, census: Optional[Callable[[List[object], List[object]], None]] = None,
-               **observed: float) -> Sample:
-        """One sample; ``census(objects, tensors)`` may look at the same object scan."""
+    def sample(self, census: Optional[Callable[[Optional[List[object]], List[object]], None]] = None,
+               tensors: Optional[Callable[[], List[object]]] = None, **observed: float) -> Sample:
+        """One sample of the tensors the collector tracks, where ``census(objects, tensors)``
+        may look at the same object scan; or, given ``tensors()`` (the watcher counts tensors
+        as they are made), a sample of the tensors it returns after the collection, without a
+        scan (``census`` then sees ``None`` for the objects)."""
         self.step_index += 1
+        scan = tensors is None
         # Garbage cycles would make every count depend on when the collector last ran. The
         # young generations hold a step's garbage; a full pass (~0.1-0.5 s with torch loaded)
         # also frees the rare cycle that reached the oldest generation, which a watcher of an
         # arbitrary program does now and then, and a run of a known reproduction never needs.
         every = self.full_collection_every
-        gc.collect() if every and self.samples_taken % every == 0 else gc.collect(1)
-        self.samples_taken += 1
+        gc.collect() if scan and every and self.samples_taken % every == 0 else gc.collect(1)
+        self.samples_taken += scan
         # Memory first: the census below allocates a list of every tracked object.
         heap, resident, peak = heap_in_use(), rss(), peak_rss()
-        objects = gc.get_objects()
-        tensors = live_tensors(objects)
+        objects = gc.get_objects() if scan else None
+        tensors = live_tensors(objects) if scan else tensors()
         if census is not None:
             census(objects, tensors)
         del objects

@@ -8,13 +8,14 @@ mapped to the nearest static finding in the same function, by linting that file 
 from __future__ import annotations
 
 import ast
+import collections
 import gc
 import linecache
 import re
 import sys
 import types
 from functools import lru_cache
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 Site = Tuple[str, int, str]
 
@@ -48,8 +49,26 @@ def name_in_frames(obj: object, frame) -> Optional[Tuple[str, Optional[Site]]]:
     return None
 
 
+def lists_in_frame(frame, minimum: int) -> Iterator[list]:
+    """The lists of at least ``minimum`` items a running function holds: its local variables
+    (a script's globals) and the attributes of the objects among them (``self.losses``)."""
+    for value in list(frame.f_locals.values()):
+        if type(value) is list:
+            if len(value) >= minimum:
+                yield value
+            continue
+        if isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)):
+            continue
+        attributes = getattr(value, "__dict__", None)
+        if isinstance(attributes, dict):
+            for item in list(attributes.values()):
+                if type(item) is list and len(item) >= minimum:
+                    yield item
+
+
 def name_by_referrers(obj: object) -> Tuple[str, Optional[Site]]:
-    """How long-lived objects refer to ``obj``: an attribute of an instance or a module global."""
+    """How long-lived objects refer to ``obj``: an attribute of an instance, a module global or
+    a closure's variable."""
     for referrer in gc.get_referrers(obj):
         if isinstance(referrer, dict):
             key = next((k for k, v in referrer.items() if v is obj), None)
@@ -63,12 +82,44 @@ def name_by_referrers(obj: object) -> Tuple[str, Optional[Site]]:
             owners = [o for o in gc.get_referrers(referrer) if getattr(o, "__dict__", None) is referrer]
             if owners:
                 return f"`{type(owners[0]).__name__}.{key}`", _attribute_append_line(type(owners[0]), key)
+        elif isinstance(referrer, types.CellType):
+            named = _closure_variable(referrer)
+            if named:
+                return named
         elif not isinstance(referrer, (list, tuple, types.FrameType)) and hasattr(referrer, "__dict__"):
             # Instances whose attributes live inline (no separate dict until asked for).
             key = next((k for k, v in vars(referrer).items() if v is obj), None)
             if key is not None:
                 return f"`{type(referrer).__name__}.{key}`", _attribute_append_line(type(referrer), key)
     return "an unnamed list", None
+
+
+def _closure_variable(cell) -> Optional[Tuple[str, Optional[Site]]]:
+    """The free variable of a function that ``cell`` holds (a list its closure appends to)."""
+    for closure in gc.get_referrers(cell):
+        if type(closure) is not tuple:
+            continue
+        for function in gc.get_referrers(closure):
+            if isinstance(function, types.FunctionType) and function.__closure__ is closure:
+                code = function.__code__
+                name = code.co_freevars[closure.index(cell)]
+                return (f"closure variable `{name}` of {code.co_name}()",
+                        _append_line(code.co_filename, code.co_firstlineno, name))
+    return None
+
+
+def container_of(objects: Sequence[object], ignore: Sequence[object] = ()) -> Optional[list]:
+    """The list (or deque) that holds the most of ``objects``: what keeps a leaked tensor alive.
+    One scan of every object the collector tracks: for a report, not for a sample."""
+    ignored = {id(o) for o in ignore}
+    counts: Dict[int, Tuple[int, object]] = {}
+    for referrer in gc.get_referrers(*objects):
+        if isinstance(referrer, (list, collections.deque)) and id(referrer) not in ignored:
+            count, _ = counts.get(id(referrer), (0, referrer))
+            counts[id(referrer)] = (count + 1, referrer)
+    if not counts:
+        return None
+    return max(counts.values(), key=lambda pair: pair[0])[1]
 
 
 def _append_line(filename: str, first_line: int, name: str) -> Optional[Site]:

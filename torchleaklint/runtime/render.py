@@ -28,12 +28,20 @@ def print_report(report: WatchReport, console: Optional[Console] = None) -> None
         table.add_column(column, no_wrap=True)
     for p in report.phases:
         r = p.per_step
-        trend = "[red]GROWING[/red]" if p.growing else "[green]stable[/green]"
+        if p.growing:
+            trend = "[red]GROWING[/red]"
+        elif not p.judged:
+            trend = f"[yellow]too few samples (needs ~{p.needs_steps} more steps)[/yellow]"
+        else:
+            trend = "[green]stable[/green]"
         table.add_row(p.phase, str(p.steps), _rate(r["nodes"], "n"), _rate(r["tensors"], "n"),
                       _rate(r["tensor_bytes"], "bytes"), _rate(r["heap"], "bytes"), _rate(r["rss"], "bytes"),
                       _rate(r["figures"], "n"), trend)
     console.print(table)
     for p in report.phases:
+        if not p.judged and not p.growing:
+            console.print(f"{p.phase}: too few samples to judge (needs ~{p.needs_steps} more steps)",
+                          markup=False, highlight=False)
         for finding in p.findings:
             console.print(f"{p.phase}: {finding.message()}", markup=False, highlight=False)
 

@@ -1,9 +1,9 @@
 """Where tensors and autograd nodes were created, recorded only inside a watched window.
 
-A ``TorchFunctionMode`` sees every torch call made from Python; for each result it records
-the first frame outside torch and torchleaklint: on the result's ``grad_fn`` (in the node's
-``metadata`` dict, which lives and dies with the node) or, for tensors without a graph, on
-the tensor itself. Nothing is recorded before the mode is entered or after it exits.
+The watcher's torch function mode (``tracker.LiveTensors``) sees every torch call made from
+Python; while it records sites, ``mark`` stores the first frame outside torch and
+torchleaklint on each result's ``grad_fn`` (in the node's ``metadata`` dict, which lives and
+dies with the node) or, for tensors without a graph, on the tensor itself.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import sys
 from typing import Dict, Iterable, Iterator, Optional, Tuple
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 Site = Tuple[str, int, str]  # file, line, function
 SITE_KEY = "torchleaklint_site"
@@ -24,7 +23,7 @@ _SKIP = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + o
 
 
 def _first_user_frame() -> Optional[Site]:
-    frame = sys._getframe(2)
+    frame = sys._getframe(2)  # the frames of mark() and the mode are skipped below anyway
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(_SKIP) and not filename.startswith("<frozen"):
@@ -33,7 +32,7 @@ def _first_user_frame() -> Optional[Site]:
     return None
 
 
-def _tensors(value) -> Iterator[torch.Tensor]:
+def tensors_in(value) -> Iterator[torch.Tensor]:
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, (tuple, list)):
@@ -42,24 +41,22 @@ def _tensors(value) -> Iterator[torch.Tensor]:
                 yield item
 
 
-class SiteTracer(TorchFunctionMode):
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        result = func(*args, **(kwargs or {}))
-        site = None
-        for tensor in _tensors(result):
-            node = tensor.grad_fn
-            try:
-                if node is not None:
-                    metadata = node.metadata
-                    if SITE_KEY not in metadata:
-                        site = site or _first_user_frame()
-                        metadata[SITE_KEY] = site
-                elif not hasattr(tensor, "_" + SITE_KEY):
+def mark(tensors: Iterable[torch.Tensor]) -> None:
+    """Record the calling user line on each tensor's ``grad_fn`` (or on the tensor itself)."""
+    site = None
+    for tensor in tensors:
+        node = tensor.grad_fn
+        try:
+            if node is not None:
+                metadata = node.metadata
+                if SITE_KEY not in metadata:
                     site = site or _first_user_frame()
-                    setattr(tensor, "_" + SITE_KEY, site)
-            except (AttributeError, RuntimeError, TypeError):
-                continue  # functional/wrapper tensors without metadata or attributes
-        return result
+                    metadata[SITE_KEY] = site
+            elif not hasattr(tensor, "_" + SITE_KEY):
+                site = site or _first_user_frame()
+                setattr(tensor, "_" + SITE_KEY, site)
+        except (AttributeError, RuntimeError, TypeError):
+            continue  # functional/wrapper tensors without metadata or attributes
 
 
 def node_site(node) -> Optional[Site]:

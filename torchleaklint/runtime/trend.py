@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..harness.growth import KIB, NOISE_FLOORS, kib
 from .holders import Site, rule_for, source_line
 
 UNEXPLAINED_MEMORY_FLOOR = 64 * KIB
+JUDGED_AFTER = 3  # samples after the warm-up before a phase is called stable
 TREND_SIGNALS = ("nodes", "tensors", "tensor_bytes", "heap", "rss", "figures", "cuda_allocated")
 
 
@@ -22,6 +23,7 @@ class WatchSample:
     lists: Dict[int, int] = field(default_factory=dict)  # id -> length, for long lists
     instances: Dict[str, int] = field(default_factory=dict)
     traced: bool = False  # creation sites were being recorded when this sample was taken
+    census: bool = False  # every object was scanned: lists, instances, census_nodes/tensors
 
 
 @dataclass
@@ -34,14 +36,20 @@ class GrowthFinding:
     line: str = ""
     rule: Optional[str] = None
     rule_line: Optional[int] = None
+    bytes_per_step: Optional[float] = None  # Python objects kept per step, for lists
+    kept_in: str = ""  # the container that holds the growing tensors, for graphs and tensors
 
     def message(self) -> str:
         amount = kib(self.per_step) if self.unit == "bytes" else f"{self.per_step:+.1f} {self.unit}"
         text = f"{self.what} grows {amount}/step"
+        if self.bytes_per_step is not None:
+            text += f" (~{self.bytes_per_step:,.0f} bytes/step of Python objects)"
         if self.site is not None:
             where = f"{self.site[0]}:{self.site[1]}"
             verb = "appended at" if self.kind == "list" else "created at"
             text += f", {verb} {where}" + (f" `{self.line}`" if self.line else "")
+        if self.kept_in:
+            text += f", kept in {self.kept_in}"
         if self.rule:
             text += f" — see {self.rule}" + (f" (line {self.rule_line})" if self.rule_line else "")
         return text
@@ -54,6 +62,11 @@ class PhaseTrend:
     samples: int
     per_step: Dict[str, Optional[float]]
     findings: List[GrowthFinding]
+    needs_steps: int = 0  # more steps before enough samples follow the warm-up; 0 once judged
+
+    @property
+    def judged(self) -> bool:
+        return self.needs_steps == 0
 
     @property
     def growing(self) -> bool:
@@ -108,11 +121,14 @@ def rate(samples: Sequence[WatchSample], phase: Optional[str], warmup: int, get,
 
 
 def phase_trend(phase: str, samples: Sequence[WatchSample], warmup: int, steps: int,
-                track_types: Sequence[str]) -> PhaseTrend:
+                track_types: Sequence[str], steps_to_judge: Callable[[int], int]) -> PhaseTrend:
+    """The phase's growth; ``steps_to_judge(n)`` says how many more steps ``n`` more samples take."""
     per_step = {name: rate(samples, phase, warmup, lambda s, n=name: s.probes.get(n)) for name in TREND_SIGNALS}
     findings = _findings(samples, phase, warmup, per_step, track_types)
     in_phase = sum(1 for s in samples if s.phase == phase)
-    return PhaseTrend(phase, steps, in_phase, per_step, findings)
+    after_warmup = sum(1 for s in samples if s.phase == phase and s.step > warmup)
+    needs = 0 if after_warmup >= JUDGED_AFTER else max(steps_to_judge(JUDGED_AFTER - after_warmup), 1)
+    return PhaseTrend(phase, steps, in_phase, per_step, findings, needs)
 
 
 def _grows(value: Optional[float], floor: float) -> bool:
@@ -137,9 +153,22 @@ def _findings(samples: Sequence[WatchSample], phase: str, warmup: int, per_step:
         if not any(f.kind == "graph" for f in findings):
             findings.append(GrowthFinding("graph", per_step["nodes"], "autograd nodes", "autograd graph"))
     for site in last.tensors_by_site:
-        growth = site_rate(lambda s, k=site: s.tensors_by_site.get(k, (0, 0))[1])
-        if site is not None and _grows(growth, NOISE_FLOORS["bytes"]):
-            findings.append(_attributed("tensors", growth, "bytes", "tensors without a graph", site))
+        size = site_rate(lambda s, k=site: s.tensors_by_site.get(k, (0, 0))[1])
+        count = site_rate(lambda s, k=site: s.tensors_by_site.get(k, (0, 0))[0])
+        if site is None:
+            continue
+        if _grows(size, NOISE_FLOORS["bytes"]):
+            findings.append(_attributed("tensors", size, "bytes", "tensors without a graph", site))
+        elif _grows(count, NOISE_FLOORS["tensors"]):
+            findings.append(_attributed("tensors", count, "tensors", "tensors without a graph", site))
+    if not findings and _grows(per_step["tensors"], NOISE_FLOORS["tensors"]):
+        findings.append(GrowthFinding("tensors", per_step["tensors"], "tensors", "live tensors"))
+    # The census sees what the torch function mode cannot (C++ code, other threads).
+    censuses = [s for s in samples if s.census]
+    census_nodes = rate(censuses, phase, warmup, lambda s: s.probes.get("census_nodes"))
+    if not any(f.kind == "graph" for f in findings) and _grows(census_nodes, NOISE_FLOORS["nodes"]):
+        findings.append(GrowthFinding("graph", census_nodes, "autograd nodes",
+                                      "autograd graph (made outside the watched torch calls)"))
     for list_id in last.lists:
         # A list is followed from the first sample in which it was long enough.
         growth = rate([s for s in samples if list_id in s.lists], phase, warmup, lambda s, k=list_id: s.lists[k])
@@ -149,7 +178,7 @@ def _findings(samples: Sequence[WatchSample], phase: str, warmup: int, per_step:
         findings.append(GrowthFinding("figures", per_step["figures"], "figures", "open pyplot figures",
                                       rule="TLL005"))
     for name in track_types:
-        growth = rate(samples, phase, warmup, lambda s, n=name: s.instances.get(n, 0))
+        growth = rate(censuses, phase, warmup, lambda s, n=name: s.instances.get(n, 0))
         if _grows(growth, 0.5):
             findings.append(GrowthFinding("instances", growth, "instances", f"live `{name}` instances"))
     memory = per_step["heap"] if per_step["heap"] is not None else per_step["rss"]
