@@ -33,8 +33,10 @@ from .modules import forget_folders, module_name_for
 from .parsed import ParsedModules
 from .prefilter import trigger_words
 
-# Less source than this to parse is not worth starting workers for (measured in
-# bench/speed.py on pytorch/examples, 93 files, 380 kB: see the README's speed section).
+# Less source than this to parse is not worth starting workers for: one process checks
+# about 1.3 MB of source per CPU-second (pytorch-lightning, 5.4 MB, ~4 s), so this is at most
+# ~0.3 s of work, and two workers cost ~30 ms to start and stop plus the modules each parses
+# again when it looks up the other's (about a fifth more parses).
 PARALLEL_MIN_BYTES = 400_000
 
 
