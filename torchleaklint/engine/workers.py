@@ -111,7 +111,9 @@ class Workers:
                 pass
             conn.close()
         for proc in self._procs:
-            proc.join(timeout=5)
+            # An idle worker exits at once; one still busy (the run was interrupted, or
+            # failed in the parent) is not waited for.
+            proc.join(timeout=1)
             if proc.is_alive():
                 proc.terminate()
                 proc.join()
@@ -145,16 +147,30 @@ def _serve(conn: Connection, handlers: Dict[str, Handler]) -> None:
         try:
             answer = handlers[kind](state, payload)
             if how == "map":
-                conn.send(("ok", list(answer)))
-            elif how == "ask":
-                conn.send(("ok", answer))
+                answer = list(answer)
             elif how == "each":
                 for item in answer:
-                    conn.send(("ok", item))
+                    if not _reply(conn, ("ok", item)):
+                        return
+                continue
         except KeyboardInterrupt:
             return
         except Exception as exc:  # re-raised in the parent, as a process pool does
-            try:
-                conn.send(("error", exc))
-            except Exception:  # an exception that does not pickle
-                conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+            answer = exc
+            how = "error"
+        if how in ("map", "ask") and not _reply(conn, ("ok", answer)):
+            return
+        if how == "error" and not _reply(conn, ("error", answer)):
+            return
+
+
+def _reply(conn: Connection, message: tuple) -> bool:
+    """Send ``message``; False when the parent is gone (interrupted, or failed itself)."""
+    try:
+        conn.send(message)
+    except (OSError, EOFError):
+        return False
+    except Exception:  # an answer that does not pickle (an exception, say): say what it was
+        error = message[1]
+        conn.send(("error", RuntimeError(f"{type(error).__name__}: {error}")))
+    return True
