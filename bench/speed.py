@@ -2,6 +2,7 @@
 
     python bench/speed.py [--corpus DIR] [--peers-venv DIR] [--tool-venv DIR] [--jobs 2] [--runs 3]
                           [--lines-per-package 6000] [--cache-lines-per-package 60000] [--smoke]
+                          [--lightning GIT_DIR] [--examples GIT_DIR] [--reference REV] [--repos-only]
 
 The corpus is built from published wheels by ``bench/corpus.py`` (``--corpus`` or
 ``$TORCHLEAKLINT_CORPUS``, default ``~/.cache/torchleaklint-corpus``); the same slice of it
@@ -22,6 +23,13 @@ minutes for 80 k lines here): torchleaklint cold (``--no-cache``), a bare
 (``--cache-lines-per-package``), torchleaklint cold, warm (cache primed, nothing changed)
 and after one file changed, plus the libcst pass again. The ratios the project promises
 are printed under the tables. ``--smoke`` runs small slices once, without peers.
+
+Whole repositories (``bench/repos.py``), given as local git directories (a clone or a
+mirror of Lightning-AI/pytorch-lightning and of pytorch/examples): the lightning tree cold
+against ruff (installed in the peers' environment), warm inside and outside a git work
+tree, the examples cold against the peers, each with the engine's parse counter and a
+comparison of findings (cold against warm, and against commit ``--reference`` installed
+on its own). ``--repos-only`` skips the corpus slices.
 """
 
 from __future__ import annotations
@@ -30,20 +38,20 @@ import argparse
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402  (bench/corpus.py)
+import repos  # noqa: E402  (bench/repos.py)
+from timing import Measure, measure, measure_in_turn, run_timed  # noqa: E402  (bench/timing.py)
 
 REPO = Path(__file__).resolve().parent.parent
-PEERS = {"torch-preflight": "torch-preflight==0.5.0", "torchfix": "torchfix==0.7.0"}
+PEERS = {"torch-preflight": "torch-preflight==0.5.0", "torchfix": "torchfix==0.7.0", "ruff": "ruff==0.17.6"}
 
 # A bare parse with the same process count as the linters: the floor for a libcst tool.
 LIBCST_PASS = r"""
@@ -70,56 +78,6 @@ if __name__ == "__main__":
             failed = sum(pool.imap_unordered(parse, files, chunksize=8))
     print(f"{len(files)} files, {failed} not parsed", file=sys.stderr)
 """
-
-
-@dataclass
-class Measure:
-    tool: str
-    command: str
-    walls: List[float]
-    rss_mb: float
-
-    @property
-    def wall(self) -> float:
-        return statistics.median(self.walls)
-
-
-def run_timed(cmd: List[str], env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None):
-    """Wall seconds and peak RSS (MB, largest process of the tree) of one run."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    proc.stderr.close()
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"speed: error: {' '.join(cmd[:3])}… exited {proc.returncode}: {err.strip()[-500:]}")
-    return wall, usage.ru_maxrss / 1024
-
-
-def measure(tool: str, cmd: List[str], runs: int, env=None, cwd=None, before=None) -> Measure:
-    walls, rss = [], 0.0
-    for _ in range(runs):
-        if before is not None:
-            before()
-        wall, peak = run_timed(cmd, env, cwd)
-        walls.append(wall)
-        rss = max(rss, peak)
-        print(f"  {tool}: {wall:.2f} s, {peak:.0f} MB", file=sys.stderr, flush=True)
-    return Measure(tool, " ".join(cmd), walls, rss)
-
-
-def measure_in_turn(tools: List[tuple], runs: int) -> List[Measure]:
-    """Several (tool, cmd, env) measured in turn, run after run, so that the load of a
-    shared machine weighs on all alike: their ratios are the ones the targets are about."""
-    found = {tool: Measure(tool, " ".join(cmd), [], 0.0) for tool, cmd, _ in tools}
-    for _ in range(runs):
-        for tool, cmd, env in tools:
-            m = measure(tool, cmd, 1, env)
-            found[tool].walls.extend(m.walls)
-            found[tool].rss_mb = max(found[tool].rss_mb, m.rss_mb)
-    return [found[tool] for tool, _, _ in tools]
 
 
 def slice_files(folders: List[Path], lines_per_package: int) -> List[Path]:
@@ -150,18 +108,29 @@ def peers_venv(folder: Path) -> Path:
     return folder / "bin"
 
 
-def tool_venv(folder: Path) -> Path:
+def tool_venv(folder: Path, source: Path = REPO) -> Path:
     """torchleaklint as users install it: a regular (not editable) install of this checkout
-    in its own virtual environment, byte-compiled by pip like the peers' installs. It is
-    reinstalled on every run of the benchmark, so that it measures the code checked out."""
+    (or of ``source``) in its own virtual environment, byte-compiled by pip like the peers'
+    installs. It is reinstalled on every run of the benchmark, so that it measures the code
+    checked out."""
     python = folder / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "libcst>=1.1", "click>=8.1", "rich>=13"], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(REPO)],
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps", str(source)],
                    check=True)
     return python
+
+
+def reference_tool(rev: str, folder: Path) -> Path:
+    """The console script of commit ``rev`` of this repository, installed on its own."""
+    source = folder / "source"
+    shutil.rmtree(source, ignore_errors=True)
+    source.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+    return tool_venv(folder / "venv", source).parent / "torchleaklint"
 
 
 def stage(files: List[Path], root: Path, dest: Path) -> None:
@@ -188,17 +157,37 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--cache-lines-per-package", type=int, default=60000)
     parser.add_argument("--no-peers", action="store_true", help="measure torchleaklint and libcst only")
     parser.add_argument("--smoke", action="store_true", help="a small slice, one run, no peers")
+    parser.add_argument("--lightning", help="git directory of pytorch-lightning (a clone or a mirror)")
+    parser.add_argument("--examples", help="git directory of pytorch/examples (a clone or a mirror)")
+    parser.add_argument("--reference", help="a commit of this repository whose findings the repositories' must equal")
+    parser.add_argument("--repos-only", action="store_true", help="measure the repositories, not the corpus slices")
+    parser.add_argument("--work", type=Path, default=Path.home() / ".cache" / "torchleaklint-bench" / "work",
+                        help="where the repositories are exported and the reference is installed (kept)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.runs, args.lines_per_package, args.cache_lines_per_package, args.no_peers = 1, 1500, 3000, True
 
+    python = tool_venv(args.tool_venv)
+    print(f"{time.strftime('%Y-%m-%d %H:%M')}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"load {', '.join(f'{x:.1f}' for x in os.getloadavg())}, Python {platform.python_version()}; "
+          f"{args.jobs} worker processes per tool; median of {args.runs} runs")
+    same = True
+    if args.lightning or args.examples:
+        tool = python.parent / "torchleaklint"
+        reference = reference_tool(args.reference, args.work / "reference") if args.reference else None
+        if args.lightning:
+            same &= repos.lightning(args.lightning, args.work, tool, peers_venv(args.peers_venv) / "ruff",
+                                    args.jobs, args.runs, reference)
+        if args.examples:
+            same &= repos.examples(args.examples, args.work, tool, peers_venv(args.peers_venv), args.jobs,
+                                   args.runs, reference)
+        print(f"\nload at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if args.repos_only:
+        return 0 if same else 1
     folders = corpus.build(args.corpus, corpus.MAIN)
     src = args.corpus / "src"
-    python = tool_venv(args.tool_venv)
     work = Path(tempfile.mkdtemp(prefix="tll-speed-"))
     (work / "libcst_pass.py").write_text(LIBCST_PASS)
-    print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}; {args.jobs} worker processes per tool; median of {args.runs} runs")
     try:
         peers = Slice(work / "peers", slice_files(folders, args.lines_per_package), src, args.jobs, python)
         rows = measure_in_turn([("torchleaklint (cold)", peers.tll + ["--no-cache"], peers.env),
@@ -230,7 +219,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         report("Cache", rows, big, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return 0 if same else 1
 
 
 class Slice:

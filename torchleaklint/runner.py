@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from collections import Counter
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional
@@ -118,17 +119,20 @@ def _check_each(files, settings: Settings, progress, jobs: int, use_cache: bool,
                 result: RunResult) -> List[tuple]:
     """Check every file through the per-file cache; (path, findings) per file."""
     from .engine.cache import Cache
-    from .engine.parallel import check_files
+    from .engine.parallel import RunStats, check_files
 
     per_file = []
+    stats = RunStats()
     store = Cache.open(cache_dir or None) if use_cache else None
-    for checked in check_files(files, settings, jobs=jobs, cache=store):
+    for checked in check_files(files, settings, jobs=jobs, cache=store, stats=stats):
         if progress is not None:
             progress(checked.path)
         result.diagnostics.extend(checked.diagnostics)
         result.internal_errors.extend(checked.internal_errors)
         result.cached_files += checked.cached
         per_file.append((checked.path, checked.diagnostics))
+    if os.environ.get("TORCHLEAKLINT_STATS"):  # for the speed bench: files, parses, processes
+        print(f"torchleaklint stats: {stats.line()}", file=sys.stderr)
     if store is not None:  # its warnings: on reading it, and on entries decoded as they were used
         result.warnings.extend(w for w in store.warnings if w not in result.warnings)
         problem = store.save()

@@ -72,9 +72,13 @@ def plan(paths: Sequence[str], resolver: SettingsResolver) -> Plan:
         if os.path.isdir(raw):
             if anchor.force_exclude and excluded(raw, anchor):
                 continue
+            by_folder: Dict[str, Settings] = {}  # a folder's files share its settings
             for path, key in discover_keyed([raw], anchor.exclude + anchor.extend_exclude,
                                             anchor.respect_gitignore, unreadable):
-                own = resolver.for_path(path)
+                folder = os.path.dirname(path)
+                own = by_folder.get(folder)
+                if own is None:
+                    own = by_folder[folder] = resolver.for_path(path)
                 if own is not anchor and excluded(path, own):
                     continue
                 add(own, path, key)

@@ -189,6 +189,7 @@ class ModuleIndex:
     def __init__(self, tree: ast.Module, module_name: str = "", package: str = "") -> None:
         self.tree = tree
         self.module_name = module_name
+        self.package = package
         self.imports = ImportMap()
         self.scopes: List[Scope] = []
         self.scope_of_node: Dict[int, Scope] = {}

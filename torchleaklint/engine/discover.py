@@ -8,7 +8,7 @@ import os
 import re
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from .file_gate import read_regular
+from .gitignore import GitignoreRules
 
 
 class DiscoveryError(Exception):
@@ -56,7 +56,7 @@ def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respec
     order, then its subfolders in name order. ``allowed`` holds the paths git shows,
     relative to ``root``. Links are not followed, so a file's real path is its folder's
     real path joined with its name."""
-    ignores = _GitignoreStack() if (respect_gitignore and allowed is None) else None
+    ignores = GitignoreRules() if (respect_gitignore and allowed is None) else None
     matches = exclusion_matcher(exclude)
     real_root = os.path.realpath(root)
 
@@ -68,8 +68,7 @@ def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respec
             if unreadable is not None:
                 unreadable.append((exc.filename or folder, exc.strerror or str(exc)))
             return
-        if ignores is not None:
-            ignores.enter(folder)
+        entered = ignores is not None and ignores.enter(folder, rel)
         subfolders = []
         for entry in entries:
             name = entry.name
@@ -86,16 +85,18 @@ def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respec
                 continue
             full = os.path.join(folder, name)
             if is_dir:
-                if ignores is None or not ignores.ignored(full, is_dir=True):
+                if ignores is None or not ignores.ignored(entry_rel, is_dir=True):
                     subfolders.append((full, os.path.join(real, name), entry_rel))
                 continue
             if allowed is not None and entry_rel not in allowed:
                 continue
-            if ignores is not None and ignores.ignored(full, is_dir=False):
+            if ignores is not None and ignores.ignored(entry_rel, is_dir=False):
                 continue
             yield full, os.path.join(real, name)
         for sub in subfolders:
             yield from walk(*sub)
+        if entered:
+            ignores.leave()
 
     yield from walk(root, real_root, "")
 
@@ -130,87 +131,3 @@ def _maybe_in_git(root: str) -> bool:
         if parent == folder:
             return False
         folder = parent
-
-
-class _GitignoreStack:
-    """A ``.gitignore`` reader for trees outside git, with git's pattern rules: ``*`` and
-    ``?`` stay within a path segment, ``**`` spans segments, a pattern with a slash is
-    anchored to its folder, ``dir/`` matches folders only, ``!`` re-includes."""
-
-    def __init__(self) -> None:
-        self.rules: List[tuple] = []  # (base folder, compiled regex, negate, dir_only)
-
-    def enter(self, folder: str) -> None:
-        path = os.path.join(folder, ".gitignore")
-        try:
-            lines = read_regular(path).decode("utf-8", "replace").splitlines()
-        except OSError:  # none, unreadable, or not a regular file (a FIFO would block)
-            return
-        for line in lines:
-            line = line.rstrip()
-            if not line or line.startswith("#"):
-                continue
-            negate = line.startswith("!")
-            if negate:
-                line = line[1:]
-            dir_only = line.endswith("/")
-            line = line.rstrip("/")
-            if not line:
-                continue
-            anchored = "/" in line
-            pattern = line.lstrip("/")
-            if not anchored:
-                pattern = "**/" + pattern
-            self.rules.append((folder, re.compile(_glob_to_regex(pattern)), negate, dir_only))
-
-    def ignored(self, path: str, is_dir: bool) -> bool:
-        result = False
-        for base, regex, negate, dir_only in self.rules:
-            if dir_only and not is_dir:
-                continue
-            try:
-                rel = os.path.relpath(path, base).replace(os.sep, "/")
-            except ValueError:
-                continue
-            if rel.startswith(".."):
-                continue
-            if regex.fullmatch(rel):
-                result = not negate
-        return result
-
-
-def _glob_to_regex(pattern: str) -> str:
-    out = []
-    i = 0
-    n = len(pattern)
-    while i < n:
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("/**", i) and i + 3 == n:
-            out.append("/.*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(pattern[i]))
-                i += 1
-            else:
-                body = pattern[i + 1:end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return "".join(out)

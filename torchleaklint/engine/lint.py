@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import os
 import warnings
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
@@ -23,6 +22,7 @@ from .file_gate import read_regular
 from .modules import forget_folders, module_name_for
 from .noqa import UNUSED_NOQA, is_suppressed, noqa_directives, skips_file, unused_noqa
 from .notebook import NotebookSource, is_notebook
+from .parsed import ParsedModules
 from .prefilter import FigureHelpers, rules_that_may_fire, trigger_words
 from .source import SourceDecodeError, SourceText, decode_source
 
@@ -55,7 +55,17 @@ def source_from_bytes(path: str, data: bytes) -> Union[SourceText, Diagnostic]:
         return parse_error(path, str(exc), exc.line, exc.col)
 
 
+_parses = 0  # parse_source calls in this process
+
+
+def parse_count() -> int:
+    """How many times this process has parsed a module (the speed bench reports it)."""
+    return _parses
+
+
 def parse_source(source: SourceText, path: str) -> Union[ast.Module, Diagnostic]:
+    global _parses
+    _parses += 1
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -73,28 +83,24 @@ def parse_source(source: SourceText, path: str) -> Union[ast.Module, Diagnostic]
         return parse_error(path, f"cannot parse file: {exc}", 1, 0)
 
 
-def symbol_table(text: str, path: str, module: str, package: str) -> Optional[SymbolTable]:
-    """Pass 1 for one file: its contribution to the project, or None when it does not parse."""
+def parsed_index(text: str, path: str, module: str, package: str) -> Optional[ModuleIndex]:
+    """The parsed and indexed module, or None when it does not parse (pass 2 reports it)."""
     tree = parse_source(SourceText(text), path)
     if isinstance(tree, Diagnostic):
         return None
-    return module_symbols(ModuleIndex(tree, module_name=module, package=package), path)
+    return ModuleIndex(tree, module_name=module, package=package)
 
 
 class LintSession:
     """One lint run over a set of files that see each other as one project.
 
     Each file is linted from a clean cross-file state (see :mod:`.deps`): only parsed
-    modules are kept between files, in a small LRU, so memory stays flat and a file's
+    modules are kept between files (:mod:`.parsed`, bounded by source size), so a file's
     findings never depend on which files were linted before it.
     """
 
-    # Parsed and indexed modules kept between files, for the next files' callees, callers
-    # and own lint, bounded by their source size: a tree and its index take about 40 bytes
-    # per character of source, so this keeps at most ~60 MB whatever the number of files.
-    PARSED_SOURCE_KEPT = 1_500_000  # characters
-
-    def __init__(self, settings: Settings, record_dependencies: bool = False, prefilter: bool = True) -> None:
+    def __init__(self, settings: Settings, record_dependencies: bool = False, prefilter: bool = True,
+                 parsed: Optional[ParsedModules] = None) -> None:
         forget_folders()
         self.settings = settings
         enabled = settings.enabled_codes()
@@ -108,9 +114,8 @@ class LintSession:
         self.prefilter = prefilter
         self._words: Dict[str, frozenset] = {}  # module -> prefilter trigger words (pass 1)
         self._figure_helpers: Optional[FigureHelpers] = None
-        # module -> (text, its parsed index), least recently used first
-        self._indexes: "OrderedDict[str, Tuple[str, ModuleIndex]]" = OrderedDict()
-        self._indexed_size = 0
+        # Modules parsed in this run (also those parsed for pass 1 in this process).
+        self._parsed = parsed if parsed is not None else ParsedModules()
         self._paths: Dict[str, str] = {}  # module -> path
         self._texts: Dict[str, str] = {}  # module -> in-memory text (stdin, fixes in progress)
         self._modules: Dict[str, Tuple[str, str]] = {}  # path -> (module, package)
@@ -126,9 +131,10 @@ class LintSession:
             text = source.text
         else:
             self._texts[module] = text
-        table = symbol_table(text, path, module, package)
-        if table is not None:
-            self.add_table(path, table, trigger_words(text, module))
+        index = parsed_index(text, path, module, package)
+        if index is not None:  # kept for the file's own lint and its callers'
+            self._parsed.keep(path, text, index, evict=False)
+            self.add_table(path, module_symbols(index, path), trigger_words(text, module))
 
     def add_table(self, path: str, table: SymbolTable, words: frozenset) -> None:
         """Add a file's pass-1 table and trigger words (computed here, in a worker, or read
@@ -184,12 +190,10 @@ class LintSession:
         if path is None:
             return None
         package = self._modules[path][1]
-        kept = self._indexes.get(module)
-        if kept is not None:
-            self._indexes.move_to_end(module)
-            index = kept[1]
-            return ModuleAnalysis(index.tree, path, module, self.project, package, index=index)
         text = self._texts.get(module)
+        index = self._kept_index(path, module, text)
+        if index is not None:
+            return ModuleAnalysis(index.tree, path, module, self.project, package, index=index)
         if text is None:
             source = read_source(path)
             if isinstance(source, Diagnostic):
@@ -199,35 +203,38 @@ class LintSession:
         if isinstance(tree, Diagnostic):
             return None
         analysis = ModuleAnalysis(tree, path, module, self.project, package)
-        self._keep_index(module, text, analysis.index)
+        self._parsed.keep(path, text, analysis.index)
         return analysis
-
-    def _keep_index(self, module: str, text: str, index: ModuleIndex) -> None:
-        old = self._indexes.pop(module, None)
-        if old is not None:
-            self._indexed_size -= len(old[0])
-        self._indexes[module] = (text, index)
-        self._indexed_size += len(text)
-        while self._indexed_size > self.PARSED_SOURCE_KEPT and len(self._indexes) > 1:
-            dropped, _ = self._indexes.popitem(last=False)[1]
-            self._indexed_size -= len(dropped)
 
     def kept_parses(self) -> List[Tuple[str, str, ModuleIndex]]:
         """(path, text, index) of the files read from disk and kept parsed: an index holds
         syntax facts only, so a later session over the same bytes may reuse it."""
-        return [(self._paths[module], text, index) for module, (text, index) in self._indexes.items()
-                if module not in self._texts and module in self._paths]
+        texts_paths = {self._paths.get(module) for module in self._texts}
+        out = []
+        for path, (text, index) in self._parsed.items():
+            if path not in texts_paths:
+                out.append((path, text, index))
+        return out
 
     def keep_parse(self, path: str, text: str, index: ModuleIndex) -> None:
         """Reuse the index of ``path`` parsed by an earlier session from the same bytes."""
         module, _ = self._module_of(path)
         if module not in self._texts:
-            self._keep_index(module, text, index)
+            self._parsed.keep(path, text, index)
 
-    def _kept_index(self, module: str, text: str) -> Optional[ModuleIndex]:
-        """The index kept for ``module`` if it was made from exactly ``text``."""
-        kept = self._indexes.get(module)
-        return kept[1] if kept is not None and kept[0] == text else None
+    def _kept_index(self, path: str, module: str, text: Optional[str]) -> Optional[ModuleIndex]:
+        """The index kept for ``path`` if it was made from exactly ``text``, when given (an
+        in-memory text replaces what was read). A file named like another gets its distinct
+        module name only once the project is known: its tree is indexed again under it."""
+        kept = self._parsed.get(path)
+        if kept is None or (text is not None and kept[0] != text):
+            return None
+        index = kept[1]
+        package = self._modules[path][1]
+        if index.module_name != module or index.package != package:
+            index = ModuleIndex(index.tree, module_name=module, package=package)  # same tree, new names
+            self._parsed.keep(path, kept[0], index)
+        return index
 
     # -- pass 2 -------------------------------------------------------------------------
     def lint_file(self, path: str) -> FileResult:
@@ -248,7 +255,7 @@ class LintSession:
             result.dependencies = self.project.end_file()
             return result
         on_disk = module not in self._texts and self._paths.get(module) == path
-        index = self._kept_index(module, source.text) if on_disk else None
+        index = self._kept_index(path, module, source.text) if on_disk else None
         if index is not None:  # parsed earlier for another file of this run
             analysis = ModuleAnalysis(index.tree, path, module, self.project, package, index=index)
         else:
@@ -259,7 +266,7 @@ class LintSession:
                 return result
             analysis = ModuleAnalysis(tree, path, module, self.project, package)
         if on_disk:
-            self._keep_index(module, source.text, analysis.index)  # callers may reuse it
+            self._parsed.keep(path, source.text, analysis.index)  # callers may reuse it
         self.project.pin(module, analysis)
         try:
             directives = noqa_directives(source.text, source.lines)
@@ -314,9 +321,7 @@ class LintSession:
         """Make the project see ``text`` as the current content of ``path`` (during fixing)."""
         module, _ = self._module_of(path)
         self._texts[module] = text
-        old = self._indexes.pop(module, None)
-        if old is not None:
-            self._indexed_size -= len(old[0])
+        self._parsed.drop(path)
 
 
 def _dedupe(diags: List[Diagnostic]) -> List[Diagnostic]:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 import tokenize
 from dataclasses import dataclass
 from typing import List, Optional
+
+_LINE_END = re.compile(r"\r\n|\r|\n")  # the line endings of the tokenizer
 
 
 class SourceDecodeError(Exception):
@@ -58,20 +61,8 @@ class SourceText:
     @property
     def line_starts(self) -> List[int]:
         if self._line_starts is None:
-            starts = [0]
-            text = self.text
-            i = 0
-            n = len(text)
-            while i < n:
-                ch = text[i]
-                if ch == "\r":
-                    if i + 1 < n and text[i + 1] == "\n":
-                        i += 1
-                    starts.append(i + 1)
-                elif ch == "\n":
-                    starts.append(i + 1)
-                i += 1
-            self._line_starts = starts
+            # One match per line ending (\r\n counts once), not a Python step per character.
+            self._line_starts = [0] + [m.end() for m in _LINE_END.finditer(self.text)]
         return self._line_starts
 
     def offset(self, line: int, col: int) -> int:
