@@ -342,6 +342,8 @@ class GraphOracle:
         summary = self.kinds.call_summary(call, scope, stmt, 0, oracle=self)
         if summary is not None:
             return summary.whole()
+        if qual == "torch.autograd.grad" and not _creates_graph(call):
+            return None  # gradients without ``create_graph=True`` are graph-free leaves
         if qual.startswith("torch."):
             for arg in list(call.args) + [k.value for k in call.keywords]:
                 ev = self._expr(arg, scope, stmt, bindings, depth)
@@ -402,6 +404,16 @@ class GraphOracle:
                                 strength=weakest, scalar=not reduction_none and strength == STRONG,
                                 loss_like=True)
         return None
+
+
+def _creates_graph(call: ast.Call) -> bool:
+    """``create_graph=True`` (or a value not known to be false) on an ``autograd.grad`` call."""
+    for k in call.keywords:
+        if k.arg == "create_graph":
+            return not (isinstance(k.value, ast.Constant) and not k.value.value)
+        if k.arg is None:
+            return True  # ``**kwargs``: unknown
+    return len(call.args) >= 6  # positional create_graph
 
 
 def _explicitly_detached(value) -> bool:

@@ -6,6 +6,7 @@ import ast
 from typing import List, Optional, Tuple
 
 from ..analysis.callers import argument_evidence
+from ..analysis.forward_input import forward_input_evidence, frozen_module
 from ..analysis.graph import STRONG
 from ..analysis.module_index import expr_keys
 from ..analysis.names import dotted
@@ -126,12 +127,13 @@ class Norm(nn.Module):
                 continue
             for stmt in scope.statements:
                 copied = _parameter_update(stmt, analysis.index.ctx(stmt))
-                if copied is not None and not analysis.grad.stmt_off(stmt):
+                if copied is not None and not analysis.grad.stmt_off(stmt) \
+                        and not frozen_module(analysis, scope, copied[3].module, stmt):
                     yield self._parameter_diagnostic(ctx, stmt, *copied)
             if not scope.class_name or analysis.grad.scope_off(scope):
                 continue
             for stmt in scope.statements:
-                found = _update(stmt, analysis.flow, scope)
+                found = _update(stmt, analysis.flow, scope, analysis.graph.kinds)
                 if found is None or analysis.grad.stmt_off(stmt):
                     continue
                 attr, operands, accumulation = found
@@ -147,8 +149,11 @@ class Norm(nn.Module):
                     edits = tuple(ctx.insert_after(expr, ".detach()") for expr, _ in parts)
                     fix = Fix(SAFE if evidence.strength == STRONG else UNSAFE,
                               "Detach the graph-carrying operand of the update", edits)
-                message = (f"`{attr}` is updated from its previous value and a graph-carrying tensor without "
-                           f"`.detach()` or `no_grad`; the statistic keeps every update's graph alive")
+                shown = attr if attr.startswith("the ") else f"`{attr}`"
+                often = "every training step" if scope.name == "forward" else f"every call of `{scope.name}`"
+                message = (f"{shown} is updated from its previous value and a graph-carrying tensor without "
+                           f"`.detach()`, and no caller path runs it under `no_grad`; the statistic keeps the "
+                           f"graph of {often} alive, chained onto all earlier ones")
                 notes = [f"graph: {evidence.describe()}"]
                 if via:
                     notes.append(f"argument: {via}")
@@ -185,6 +190,9 @@ class Norm(nn.Module):
             ev = argument_evidence(analysis, scope, param)
             if ev is not None:
                 return ev, oracle, f"callers pass a graph-carrying `{param}`: {ev.text}"
+            ev = forward_input_evidence(analysis, scope, param)
+            if ev is not None:
+                return ev, oracle, None
         return None
 
 
@@ -195,6 +203,43 @@ def _tensor_function(value) -> bool:
     path = dotted(value.func) or ""
     return path.split(".")[0] in ("torch", "F") and path.rsplit(".", 1)[-1] in (
         "lerp", "add", "addcmul", "mul", "where", "cat", "stack", "maximum", "minimum", "clamp", "normalize")
+
+
+def _self_path(attr: str) -> bool:
+    """``self.mean`` or a submodule's statistic, ``self.bn.running_mean``."""
+    return attr.startswith("self.") and attr.count(".") <= 2
+
+
+def _plain_function_of(value, attr, kinds, scope) -> bool:
+    """``self.avg = lerp(self.avg, new, decay)``: a project function (not a class, not a
+    module) handed the statistic itself and returning its next value."""
+    if kinds is None or not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name):
+        return False
+    if not any(dotted(arg) == attr for arg in value.args):
+        return False
+    return bool(kinds.resolve_functions(value.func, scope, None)) and kinds.resolve_class(value.func, scope) is None
+
+
+def _buffer_reregistered(call, scope) -> Optional[Tuple[str, List[ast.AST], bool]]:
+    """``old = getattr(self, name); new = old * d + x * (1 - d); self.register_buffer(name, new)``."""
+    if scope is None or dotted(call.func) != "self.register_buffer" or len(call.args) != 2:
+        return None
+    name, value = call.args
+    if not isinstance(name, ast.Name) or not isinstance(value, ast.Name):
+        return None
+    defs = scope.defs_of(value.id)
+    if len(defs) != 1 or not isinstance(defs[0].value, ast.BinOp):
+        return None
+    expr = defs[0].value
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.Name):
+            continue
+        old = scope.defs_of(node.id)
+        if len(old) == 1 and isinstance(old[0].value, ast.Call) and dotted(old[0].value.func) == "getattr" \
+                and len(old[0].value.args) >= 2 and dotted(old[0].value.args[0]) == "self" \
+                and dotted(old[0].value.args[1]) == name.id:
+            return f"the buffer named by `{name.id}`", _operands_without(expr, node.id), _pure_sum(expr, node.id)
+    return None
 
 
 def _computed_from(flow, scope, value, attr) -> bool:
@@ -209,7 +254,7 @@ def _computed_from(flow, scope, value, attr) -> bool:
     return any(attr in flow.sources_of(scope, [key]) for key in expr_keys(value) if key != attr)
 
 
-def _update(stmt, flow=None, scope=None) -> Optional[Tuple[str, List[ast.AST], bool]]:
+def _update(stmt, flow=None, scope=None, kinds=None) -> Optional[Tuple[str, List[ast.AST], bool]]:
     """(attribute, operands besides its previous value, is a plain accumulation)."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target = stmt.targets[0]
@@ -217,14 +262,21 @@ def _update(stmt, flow=None, scope=None) -> Optional[Tuple[str, List[ast.AST], b
             target = target.value  # ``self.prototypes[c] = m * self.prototypes[c] + ...``
             reads = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Subscript) and dotted(n.value) == dotted(target)]
             attr = dotted(target)
-            if not reads or not attr or not attr.startswith("self.") or attr.count(".") != 1:
+            if not attr or not _self_path(attr):
+                return None
+            if not reads and isinstance(stmt.value, ast.BinOp) and any(
+                    dotted(n) == attr for n in ast.walk(stmt.value) if isinstance(n, ast.Attribute)):
+                # ``self.stored_mean[:] = self.stored_mean * (1 - m) + mean * m``: in place, whole
+                return attr, _operands_without(stmt.value, attr), _pure_sum(stmt.value, attr)
+            if not reads:
                 return None
             return attr, _operands_without_subscripts(stmt.value, attr), False
         attr = dotted(target)
-        if not attr or not attr.startswith("self.") or attr.count(".") != 1:
+        if not attr or not _self_path(attr):
             return None
         reads = [n for n in ast.walk(stmt.value) if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) == attr]
-        if reads and (isinstance(stmt.value, ast.BinOp) or _tensor_function(stmt.value)):
+        if reads and (isinstance(stmt.value, ast.BinOp) or _tensor_function(stmt.value)
+                      or _plain_function_of(stmt.value, attr, kinds, scope)):
             return attr, _operands_without(stmt.value, attr), _pure_sum(stmt.value, attr)
         if not reads and flow is not None and _computed_from(flow, scope, stmt.value, attr):
             return attr, [stmt.value], False  # ``new_mean = self.mean + ...; self.mean = new_mean``
@@ -236,9 +288,12 @@ def _update(stmt, flow=None, scope=None) -> Optional[Tuple[str, List[ast.AST], b
         return attr, [stmt.value], isinstance(stmt.op, (ast.Add, ast.Sub))
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         call = stmt.value
+        registered = _buffer_reregistered(call, scope)
+        if registered is not None:
+            return registered
         node, args = _update_chain(call)
         attr = dotted(node)
-        if node is call or not attr or not attr.startswith("self.") or attr.count(".") != 1:
+        if node is call or not attr or not _self_path(attr):
             return None
         if not call.func.attr.endswith("_") and not _chain_has_inplace(call):
             return None
