@@ -176,3 +176,9 @@ def initial_value(analysis, scope: Scope, loop, key: str) -> Optional[ast.AST]:
     if defs:
         return defs[-1].value if defs[-1].index is None else None
     return None
+
+
+# The carrying-assignment helpers, for state carried across calls as well as iterations.
+rebuilt_keys = _rebuilt_keys
+reads_of = _reads
+detached_read = _detached_read

@@ -90,3 +90,84 @@ def frozen_module(analysis, scope: Scope, module: str, stmt) -> bool:
 
 def _false(arg) -> bool:
     return isinstance(arg, ast.Constant) and arg.value is False
+
+
+def defines_module_class(analysis) -> bool:
+    """Does the file define an ``nn.Module`` subclass? Such a file works on tensors even
+    when it imports nothing from torch (a layer file of a project whose ``nn`` comes from
+    the notebook or script that runs it)."""
+    project = analysis.project
+    if project is None:
+        return False
+    module = analysis.index.module_name
+    return any(project.is_module_class(module, name) for name in analysis.index.classes)
+
+
+PARAMETER_ATTRS = frozenset({"weight", "bias"})
+MAX_PARAMETER_DEPTH = 6
+
+
+def parameter_read(analysis, scope: Scope, expr, stmt, depth: int = 0) -> Optional[Evidence]:
+    """Is ``expr`` computed (through local names) from a submodule's ``weight`` or ``bias``
+    read with its graph (``y = F.conv2d(x, self.conv.weight)``)? A parameter records
+    autograd, so anything computed from it carries a graph while grad is on."""
+    if depth > MAX_PARAMETER_DEPTH or expr is None:
+        return None
+    for node in _graph_reads(expr):
+        if isinstance(node, ast.Attribute) and node.attr in PARAMETER_ATTRS:
+            kind = analysis.graph.kinds.kind_of(node.value, scope, stmt)
+            if kind is not None and kind.kind == "module":
+                why = kind.why
+            elif _submodule_of_module(analysis, scope, node.value):
+                why = f"an attribute of the nn.Module `{scope.class_name}`"
+            else:
+                continue
+            return Evidence(f"computed from `{dotted(node)}`, a parameter of the module `{dotted(node.value)}` "
+                            f"({why}), which records autograd", node.lineno, strength=CONVENTION)
+        elif isinstance(node, ast.Name):
+            for d in analysis.flow.reaching(scope, node.id, stmt):
+                if d.kind == "assign" and d.value is not None and not analysis.grad.stmt_off(d.stmt):
+                    found = parameter_read(analysis, scope, d.value, d.stmt, depth + 1)
+                    if found is not None:
+                        return found
+    return None
+
+
+def _graph_reads(expr):
+    """Names and attributes read by ``expr`` outside detaching calls and metadata."""
+    from .detachers import DETACH_BUILTINS, DETACH_METHODS, NON_CARRYING_ATTRS
+
+    todo = [expr]
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, ast.Attribute):
+            if node.attr in NON_CARRYING_ATTRS:
+                continue
+            yield node
+            todo.append(node.value)
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in DETACH_METHODS:
+                continue
+            if isinstance(func, ast.Name) and func.id in DETACH_BUILTINS:
+                continue
+            todo.extend(node.args)
+            todo.extend(k.value for k in node.keywords)
+            if isinstance(func, ast.Attribute):
+                todo.append(func.value)
+            continue
+        if isinstance(node, ast.Name):
+            yield node
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _submodule_of_module(analysis, scope: Scope, node) -> bool:
+    """``self.conv`` in a method of an nn.Module subclass: an attribute whose ``weight`` is read."""
+    path = dotted(node)
+    project = analysis.project
+    return bool(path and path.count(".") == 1 and path.startswith("self.") and scope.class_name
+                and project is not None and project.is_module_class(analysis.index.module_name, scope.class_name))

@@ -21,6 +21,9 @@ from .objects import ObjectKinds
 
 STRONG = "strong"
 CONVENTION = "convention"
+# Functions whose result is computed from their tensor arguments, graph included
+# (einops: ``rearrange``, ``reduce``, ``pack``, ``einsum`` on torch tensors).
+TENSOR_FUNCTION_NAMESPACES = ("torch.", "einops.")
 
 
 @dataclass(frozen=True)
@@ -344,7 +347,7 @@ class GraphOracle:
             return summary.whole()
         if qual == "torch.autograd.grad" and not _creates_graph(call):
             return None  # gradients without ``create_graph=True`` are graph-free leaves
-        if qual.startswith("torch."):
+        if qual.startswith(TENSOR_FUNCTION_NAMESPACES):
             for arg in list(call.args) + [k.value for k in call.keywords]:
                 ev = self._expr(arg, scope, stmt, bindings, depth)
                 if ev is None:

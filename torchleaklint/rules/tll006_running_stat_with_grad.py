@@ -6,7 +6,7 @@ import ast
 from typing import List, Optional, Tuple
 
 from ..analysis.callers import argument_evidence
-from ..analysis.forward_input import forward_input_evidence, frozen_module
+from ..analysis.forward_input import defines_module_class, forward_input_evidence, frozen_module, parameter_read
 from ..analysis.graph import STRONG
 from ..analysis.module_index import expr_keys
 from ..analysis.names import dotted
@@ -119,7 +119,7 @@ class Norm(nn.Module):
     ]
 
     def check(self, ctx: RuleContext):
-        if not ctx.uses_torch:
+        if not ctx.uses_torch and not defines_module_class(ctx.analysis):
             return
         analysis = ctx.analysis
         for scope in analysis.index.scopes:
@@ -143,7 +143,11 @@ class Norm(nn.Module):
                 evidence, graph, via = result
                 parts = []
                 for operand in operands:
-                    parts.extend(carrying_parts(ctx, operand, stmt, graph))
+                    if graph is None:  # computed from a parameter: detach the names that lead to it
+                        parts.extend((n, None) for n in ast.walk(operand) if isinstance(n, ast.Name)
+                                     and parameter_read(analysis, scope, n, stmt) is not None)
+                    else:
+                        parts.extend(carrying_parts(ctx, operand, stmt, graph))
                 fix = None
                 if parts:
                     edits = tuple(ctx.insert_after(expr, ".detach()") for expr, _ in parts)
@@ -193,6 +197,10 @@ class Norm(nn.Module):
             ev = forward_input_evidence(analysis, scope, param)
             if ev is not None:
                 return ev, oracle, None
+        for operand in operands:
+            ev = parameter_read(analysis, scope, operand, stmt)
+            if ev is not None:
+                return None if accumulation else (ev, None, None)
         return None
 
 
@@ -207,7 +215,9 @@ def _tensor_function(value) -> bool:
 
 def _self_path(attr: str) -> bool:
     """``self.mean`` or a submodule's statistic, ``self.bn.running_mean``."""
-    return attr.startswith("self.") and attr.count(".") <= 2
+    parts = attr.split(".")
+    # Writes through ``.data`` (or into ``.grad``) record no autograd history.
+    return parts[0] == "self" and 2 <= len(parts) <= 3 and not {"data", "grad"} & set(parts[1:])
 
 
 def _plain_function_of(value, attr, kinds, scope) -> bool:
@@ -220,25 +230,30 @@ def _plain_function_of(value, attr, kinds, scope) -> bool:
     return bool(kinds.resolve_functions(value.func, scope, None)) and kinds.resolve_class(value.func, scope) is None
 
 
-def _buffer_reregistered(call, scope) -> Optional[Tuple[str, List[ast.AST], bool]]:
-    """``old = getattr(self, name); new = old * d + x * (1 - d); self.register_buffer(name, new)``."""
-    if scope is None or dotted(call.func) != "self.register_buffer" or len(call.args) != 2:
+def _buffer_reregistered(stmt, scope) -> Optional[Tuple[str, List[ast.AST], bool]]:
+    """``old = getattr(self, name); new = old * d + x * (1 - d); self.register_buffer(name, new)``:
+    the update is the assignment of ``new``."""
+    if scope is None or not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 \
+            or not isinstance(stmt.targets[0], ast.Name) or not isinstance(stmt.value, ast.BinOp):
         return None
-    name, value = call.args
-    if not isinstance(name, ast.Name) or not isinstance(value, ast.Name):
+    new = stmt.targets[0].id
+    names = set()
+    for call, _ in scope.calls:
+        if dotted(call.func) == "self.register_buffer" and len(call.args) == 2 \
+                and isinstance(call.args[0], ast.Name) and dotted(call.args[1]) == new:
+            names.add(call.args[0].id)
+    if not names:
         return None
-    defs = scope.defs_of(value.id)
-    if len(defs) != 1 or not isinstance(defs[0].value, ast.BinOp):
-        return None
-    expr = defs[0].value
-    for node in ast.walk(expr):
+    for node in ast.walk(stmt.value):
         if not isinstance(node, ast.Name):
             continue
         old = scope.defs_of(node.id)
         if len(old) == 1 and isinstance(old[0].value, ast.Call) and dotted(old[0].value.func) == "getattr" \
                 and len(old[0].value.args) >= 2 and dotted(old[0].value.args[0]) == "self" \
-                and dotted(old[0].value.args[1]) == name.id:
-            return f"the buffer named by `{name.id}`", _operands_without(expr, node.id), _pure_sum(expr, node.id)
+                and dotted(old[0].value.args[1]) in names:
+            name = dotted(old[0].value.args[1])
+            return (f"the buffer named by `{name}`", _operands_without(stmt.value, node.id),
+                    _pure_sum(stmt.value, node.id))
     return None
 
 
@@ -256,6 +271,9 @@ def _computed_from(flow, scope, value, attr) -> bool:
 
 def _update(stmt, flow=None, scope=None, kinds=None) -> Optional[Tuple[str, List[ast.AST], bool]]:
     """(attribute, operands besides its previous value, is a plain accumulation)."""
+    registered = _buffer_reregistered(stmt, scope)
+    if registered is not None:
+        return registered
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target = stmt.targets[0]
         if isinstance(target, ast.Subscript):
@@ -288,9 +306,6 @@ def _update(stmt, flow=None, scope=None, kinds=None) -> Optional[Tuple[str, List
         return attr, [stmt.value], isinstance(stmt.op, (ast.Add, ast.Sub))
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         call = stmt.value
-        registered = _buffer_reregistered(call, scope)
-        if registered is not None:
-            return registered
         node, args = _update_chain(call)
         attr = dotted(node)
         if node is call or not attr or not _self_path(attr):
