@@ -147,3 +147,21 @@ def _stored_values(stmt) -> List[ast.AST]:
             if isinstance(target, (ast.Subscript, ast.Attribute)):
                 out.append(stmt.value)
     return out
+
+
+SMALL_LOOP = 16  # ``for i in range(3)``: a smoke test of a few steps, not growth
+
+
+def counts_steps(loop) -> bool:
+    """Is this a loop over steps (``while``, ``for _ in range(n)``) rather than over the
+    elements of a sequence (``for x_t in x``, one forward unrolled through time)? A
+    ``range`` with a small literal bound runs a few steps only."""
+    if isinstance(loop, ast.While):
+        return True
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    it = loop.iter
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and it.args):
+        return False
+    bound = it.args[1] if len(it.args) >= 2 else it.args[0]
+    return not (isinstance(bound, ast.Constant) and isinstance(bound.value, int) and bound.value <= SMALL_LOOP)

@@ -8,7 +8,7 @@ from ..analysis.carried import carried_states, detached_read, initial_value, rea
 from ..analysis.graph import CONVENTION
 from ..analysis.names import dotted
 from ..analysis.loops import loop_calls_backward
-from ..analysis.stepped_state import keeps_graphs_for_later, runs_backward, stepping_loop
+from ..analysis.stepped_state import counts_steps, keeps_graphs_for_later, runs_backward, stepping_loop
 from ..diagnostics import SAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import line_before, torch_name
@@ -159,7 +159,7 @@ for x in batches:
             if project is None or runs_backward(analysis, scope) or _module_method(analysis, scope):
                 continue
             for loop in scope.loops:
-                if loop_calls_backward(analysis, scope, loop, retained=True) is not None:
+                if not counts_steps(loop) or loop_calls_backward(analysis, scope, loop, retained=True) is not None:
                     continue
                 if keeps_graphs_for_later(analysis, scope, loop):
                     continue
