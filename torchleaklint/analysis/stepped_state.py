@@ -165,3 +165,13 @@ def counts_steps(loop) -> bool:
         return False
     bound = it.args[1] if len(it.args) >= 2 else it.args[0]
     return not (isinstance(bound, ast.Constant) and isinstance(bound.value, int) and bound.value <= SMALL_LOOP)
+
+
+def legacy_no_grad(scope: Scope) -> bool:
+    """``Variable(x, volatile=True)`` (PyTorch before 0.4): the author turned autograd off
+    for this function's forward the old way; the code asks for ``no_grad``, not a detach."""
+    for call, _ in scope.calls:
+        for k in call.keywords:
+            if k.arg == "volatile" and isinstance(k.value, ast.Constant) and k.value.value is True:
+                return True
+    return False

@@ -26,8 +26,15 @@ class RunningStatWithGrad(Rule):
     normalizer statistics, registered buffers — updated from its own previous value and a
     graph-carrying tensor, outside `torch.no_grad()` and without `.detach()`:
     `self.running_mean = m * self.running_mean + (1 - m) * x.mean(0)`,
-    `self.running_var.mul_(m).add_(v)`, `self.stats = self.stats + batch_stats`. The graph
-    may come from the method itself or from what callers in the linted files pass in.
+    `self.running_var.mul_(m).add_(v)`, `self.stats = self.stats + batch_stats`,
+    `self.stored_mean[:] = self.stored_mean * (1 - m) + mean * m`, a submodule's statistic
+    (`self.bn.running_mean = ...`), a helper handed the statistic
+    (`self.embed_avg = lerp(self.embed_avg, embed_sum, decay)`) or a buffer re-registered
+    from its old value (`self.register_buffer(name, getattr(self, name) * d + new * (1 - d))`).
+    The graph may come from the method itself, from what callers in the linted files pass
+    in, from a submodule's `weight` or `bias` (batch norm folded into a convolution), or from
+    a module's forward input: in training it carries a graph unless a caller in the linted
+    files shows otherwise (passes plain data or runs it under `no_grad`).
 
     It also finds EMA and target-network copies that walk two modules' tensors and update
     one from the other's parameters in place, outside `no_grad`:

@@ -8,7 +8,8 @@ from ..analysis.carried import carried_states, detached_read, initial_value, rea
 from ..analysis.graph import CONVENTION
 from ..analysis.names import dotted
 from ..analysis.loops import loop_calls_backward
-from ..analysis.stepped_state import counts_steps, keeps_graphs_for_later, runs_backward, stepping_loop
+from ..analysis.stepped_state import (counts_steps, keeps_graphs_for_later, legacy_no_grad, runs_backward,
+                                         stepping_loop)
 from ..diagnostics import SAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import line_before, torch_name
@@ -22,6 +23,14 @@ class GraphCarriedAcrossIterations(Rule):
     RNN hidden state (`out, hidden = model(x, hidden)`), growing histories
     (`history = torch.cat([history, new])`), recurrent statistics
     (`state = 0.9 * state + f(x)`).
+
+    It also finds recurrent state fed back where no backward pass consumes it: a method
+    that rebinds `self.hidden` from a module call on its previous value
+    (`out, self.hidden = self.agent(x, self.hidden)`) while a loop elsewhere in the project
+    calls it once per environment step, with grad on and no backward pass in that loop's
+    function (a rollout or acting loop; the learner that unrolls and backpropagates is
+    fine); and generation or decoding loops (`out, h = model(token, h)`) in a function that
+    runs no backward pass, returns no graph and stores none for later.
 
     ## Why is this bad
     The new value's graph references the previous value, whose graph references the one
@@ -52,7 +61,10 @@ class GraphCarriedAcrossIterations(Rule):
     ```
 
     ## Fix safety
-    The fix detaches the carried value at the top of the loop body (a tuple of tensors,
+    For state fed back with no backward pass the right fix is `torch.no_grad()` around the
+    acting or generation loop: state carried across calls gets no automatic fix, and a
+    generation loop gets the detach below (memory stops growing; nothing backpropagates
+    through it). Otherwise the fix detaches the carried value at the top of the loop body (a tuple of tensors,
     e.g. an LSTM's `(h, c)`, element by element; a value that may start as `None` only when
     set), or detaches the carried operand inside the expression (`torch.cat([history.detach(), new])`).
     It is **safe** when the evidence is strong: gradients already could not flow into
@@ -156,7 +168,8 @@ for x in batches:
                              "fix: run the acting loop under `torch.no_grad()` (or detach the state where it is "
                              "fed back)"]
                     yield self.diagnostic(ctx, stmt, message, None, notes)
-            if project is None or runs_backward(analysis, scope) or _module_method(analysis, scope):
+            if project is None or runs_backward(analysis, scope) or _module_method(analysis, scope) \
+                    or legacy_no_grad(scope):
                 continue
             for loop in scope.loops:
                 if not counts_steps(loop) or loop_calls_backward(analysis, scope, loop, retained=True) is not None:
