@@ -283,7 +283,7 @@ def _rebound_across_calls(analysis, scope):
 def _self_state_reads(scope, stmt):
     """(state, reads of its previous value) for ``self.h = f(self.h)``, and for slices of it
     read through a local name: ``h = self.h[:, i]; out, self.h[:, i] = self.rnn(x, h)``."""
-    keys = [k for k in rebuilt_keys(stmt) if k.startswith("self.") and k.count(".") == 1]
+    keys = [k for k in rebuilt_keys(stmt) if k.startswith("self.") and k.count(".") <= 2]
     for key in keys:
         yield key, list(reads_of(stmt.value, key))
     for target in stmt.targets:
