@@ -119,7 +119,7 @@ class GraphOracle:
         elif d.kind not in ("import", "def", "except", "unpack-star") and self.analysis.grad.stmt_off(d.stmt):
             return None
         value_ev = self._value(d, scope)
-        if d.kind == "for" or _explicitly_detached(d.value):
+        if d.kind == "for" or _explicitly_detached(_bound_value(d)):
             return value_ev
         site = self.backprop_site(d)
         if site is None:
@@ -407,6 +407,15 @@ class GraphOracle:
                                 strength=weakest, scalar=not reduction_none and strength == STRONG,
                                 loss_like=True)
         return None
+
+
+def _bound_value(d: Def):
+    """The expression a definition binds: ``loss.item()`` for ``loss, acc = (loss.item(), acc.item())``."""
+    value = d.value
+    if d.index is not None and isinstance(value, (ast.Tuple, ast.List)) and d.index < len(value.elts) \
+            and not any(isinstance(e, ast.Starred) for e in value.elts):
+        return value.elts[d.index]
+    return value
 
 
 def _creates_graph(call: ast.Call) -> bool:

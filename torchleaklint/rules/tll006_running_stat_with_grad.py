@@ -141,7 +141,7 @@ class Norm(nn.Module):
                 continue
             for stmt in scope.statements:
                 found = _update(stmt, analysis.flow, scope, analysis.graph.kinds)
-                if found is None or analysis.grad.stmt_off(stmt):
+                if found is None or analysis.grad.stmt_off(stmt) or _rebound_earlier(analysis, scope, found[0], stmt):
                     continue
                 attr, operands, accumulation = found
                 result = self._evidence(analysis, scope, stmt, operands, accumulation)
@@ -335,7 +335,7 @@ def _parameter_update(stmt, where) -> Optional[Tuple[str, ModuleTensor, List[ast
         return None
     names = module_tensor_names(where.loops)
     target = names.get(node.id)
-    if target is None:
+    if target is None or _detached_in_place(where.loops[-1], node.id):
         return None
     sources = {n: t for n, t in names.items()
                if t.kind == "parameter" and t.module != target.module and n != node.id}
@@ -406,3 +406,23 @@ def _pure_sum(expr, attr) -> bool:
     return (isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub))
             and (dotted(expr.left) == attr or dotted(expr.right) == attr))
 
+
+
+def _rebound_earlier(analysis, scope, attr, stmt) -> bool:
+    """``self.latent = self.net(x); self.latent[:, d:] = f(self.latent[:, d:])``: the value
+    updated was computed earlier in the same call, not kept from the previous one."""
+    for d in scope.defs_of(attr):
+        if d.stmt is stmt or not isinstance(d.stmt, ast.Assign) or d.start >= (stmt.lineno, stmt.col_offset):
+            continue
+        if any(dotted(t) == attr for t in d.stmt.targets) and analysis.flow.dominates(d, stmt):
+            return True
+    return False
+
+
+def _detached_in_place(loop, name: str) -> bool:
+    """``target_param.detach_()`` in the loop: each update starts from a graph-free tensor."""
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "detach_" \
+                and dotted(node.func.value) == name:
+            return True
+    return False
