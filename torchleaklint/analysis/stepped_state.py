@@ -55,6 +55,8 @@ def stepping_loop(analysis, scope: Scope, depth: int = 0, seen=None) -> Optional
             loop = ctx.loops[0]
             if runs_backward(caller_analysis, caller) or _resets_receiver(caller, loop, call):
                 continue
+            if module_method(caller_analysis, caller) or keeps_graphs_for_later(caller_analysis, caller, loop):
+                continue  # a forward unrolled over time steps (its caller backpropagates), or graphs kept for one
             return SteppingLoop(caller.qualname, loop.lineno, f"`{caller.qualname}` calls `{dotted(call.func)}`")
         outer = stepping_loop(caller_analysis, caller, depth + 1, seen)
         if outer is not None and not runs_backward(caller_analysis, caller):
@@ -175,3 +177,10 @@ def legacy_no_grad(scope: Scope) -> bool:
             if k.arg == "volatile" and isinstance(k.value, ast.Constant) and k.value.value is True:
                 return True
     return False
+
+
+def module_method(analysis, scope: Scope) -> bool:
+    """A method of an nn.Module: its loops unroll a forward whose result the caller uses."""
+    project = analysis.project
+    return bool(scope.class_name and project is not None
+                and project.is_module_class(analysis.index.module_name, scope.class_name))

@@ -8,8 +8,8 @@ from ..analysis.carried import carried_states, detached_read, initial_value, rea
 from ..analysis.graph import CONVENTION
 from ..analysis.names import dotted
 from ..analysis.loops import loop_calls_backward
-from ..analysis.stepped_state import (counts_steps, keeps_graphs_for_later, legacy_no_grad, runs_backward,
-                                         stepping_loop)
+from ..analysis.stepped_state import (counts_steps, keeps_graphs_for_later, legacy_no_grad, module_method,
+                                         runs_backward, stepping_loop)
 from ..diagnostics import SAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import line_before, torch_name
@@ -168,7 +168,7 @@ for x in batches:
                              "fix: run the acting loop under `torch.no_grad()` (or detach the state where it is "
                              "fed back)"]
                     yield self.diagnostic(ctx, stmt, message, None, notes)
-            if project is None or runs_backward(analysis, scope) or _module_method(analysis, scope) \
+            if project is None or runs_backward(analysis, scope) or module_method(analysis, scope) \
                     or legacy_no_grad(scope):
                 continue
             for loop in scope.loops:
@@ -178,7 +178,7 @@ for x in batches:
                     continue
                 where = f"`{scope.name}`" if scope.is_function else "this module"
                 for state in carried_states(analysis, scope, loop):
-                    if _pure_sum(state.stmt, state.key):
+                    if _pure_sum(state.stmt, state.key) or not _module_output(analysis, scope, state):
                         continue
                     message = (f"`{state.key}` is fed back into the next iteration and rebuilt from its previous "
                                f"value with grad on, and no backward pass runs in {where} or consumes what it "
@@ -251,13 +251,6 @@ def _defined_before(analysis, scope, state) -> bool:
     return any(d.start < start and analysis.flow.dominates(d, loop) for d in scope.defs_of(state.key))
 
 
-def _module_method(analysis, scope) -> bool:
-    """A method of an nn.Module: its loops unroll a forward whose result the caller uses."""
-    project = analysis.project
-    return bool(scope.class_name and project is not None
-                and project.is_module_class(analysis.index.module_name, scope.class_name))
-
-
 def _rebound_across_calls(analysis, scope):
     """``out, self.h = self.rnn(x, self.h)`` outside any loop of the method: the state
     persists on the object from one call to the next."""
@@ -315,3 +308,10 @@ def _slice_of(scope, name, key, stmt) -> bool:
         if not (isinstance(value, ast.Subscript) and dotted(value.value) == key):
             return False
     return True
+
+
+def _module_output(analysis, scope, state) -> bool:
+    """Is the state fed back through a module (``out, h = model(tok, h)``), the shape of a
+    recurrent generation loop, rather than grown by ``torch.cat`` or indexing?"""
+    value = state.stmt.value
+    return isinstance(value, ast.Call) and analysis.graph.kinds.module_call(value, scope, state.stmt) is not None
