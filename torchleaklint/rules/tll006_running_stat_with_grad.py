@@ -143,6 +143,8 @@ class Norm(nn.Module):
                 found = _update(stmt, analysis.flow, scope, analysis.graph.kinds)
                 if found is None or analysis.grad.stmt_off(stmt) or _rebound_earlier(analysis, scope, found[0], stmt):
                     continue
+                if _reset_every_forward(analysis, scope, found[0]):
+                    continue  # per-sequence recurrent state (attention, decoder memory), not a running statistic
                 attr, operands, accumulation = found
                 result = self._evidence(analysis, scope, stmt, operands, accumulation)
                 if result is None:
@@ -426,3 +428,33 @@ def _detached_in_place(loop, name: str) -> bool:
                 and dotted(node.func.value) == name:
             return True
     return False
+
+
+def _reset_every_forward(analysis, scope, attr) -> bool:
+    """Is ``attr`` re-initialised (assigned afresh, not from itself) by a method that a
+    ``forward`` calls: ``Decoder.forward -> self.attention.init_states(x)`` setting
+    ``self.mu_prev = zeros(...)``? Then it lives for one forward pass, which a backward
+    consumes, like an RNN's hidden state within a sequence."""
+    project = analysis.project
+    if project is None or not scope.class_name:
+        return False
+    for method in analysis.index.methods(scope.class_name):
+        if method is scope or method.name == "__init__":
+            continue
+        fresh = any(isinstance(d.stmt, ast.Assign) and any(dotted(t) == attr for t in d.stmt.targets)
+                    and not any(dotted(n) == attr for n in ast.walk(d.stmt.value)) for d in method.defs_of(attr))
+        if not fresh:
+            continue
+        if _called_from_forward(project, method.name):
+            return True
+    return False
+
+
+def _called_from_forward(project, name: str, depth: int = 0) -> bool:
+    """Is a function spelled ``name`` a ``forward`` or called from one (two calls deep)?"""
+    if name == "forward":
+        return True
+    if depth >= 2:
+        return False
+    return any(_called_from_forward(project, caller.rsplit(".", 1)[-1], depth + 1)
+               for _, caller, _ in project.call_sites(name)[:8])
