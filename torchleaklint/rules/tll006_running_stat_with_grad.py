@@ -11,6 +11,7 @@ from ..analysis.graph import STRONG
 from ..analysis.module_index import expr_keys
 from ..analysis.names import dotted
 from ..analysis.parameter_loops import ModuleTensor, bare_reads, module_tensor_names
+from ..analysis.statistic_lifetime import detached_in_place, rebound_earlier, reset_every_forward
 from ..diagnostics import SAFE, UNSAFE, Diagnostic, Fix
 from .base import Invalid, Rule, RuleContext
 from .detach_fix import carrying_parts
@@ -141,9 +142,9 @@ class Norm(nn.Module):
                 continue
             for stmt in scope.statements:
                 found = _update(stmt, analysis.flow, scope, analysis.graph.kinds)
-                if found is None or analysis.grad.stmt_off(stmt) or _rebound_earlier(analysis, scope, found[0], stmt):
+                if found is None or analysis.grad.stmt_off(stmt) or rebound_earlier(analysis, scope, found[0], stmt):
                     continue
-                if _reset_every_forward(analysis, scope, found[0]):
+                if reset_every_forward(analysis, scope, found[0]):
                     continue  # per-sequence recurrent state (attention, decoder memory), not a running statistic
                 attr, operands, accumulation = found
                 result = self._evidence(analysis, scope, stmt, operands, accumulation)
@@ -337,7 +338,7 @@ def _parameter_update(stmt, where) -> Optional[Tuple[str, ModuleTensor, List[ast
         return None
     names = module_tensor_names(where.loops)
     target = names.get(node.id)
-    if target is None or _detached_in_place(where.loops[-1], node.id):
+    if target is None or detached_in_place(where.loops[-1], node.id):
         return None
     sources = {n: t for n, t in names.items()
                if t.kind == "parameter" and t.module != target.module and n != node.id}
@@ -407,54 +408,3 @@ def _operands_without(expr, attr) -> List[ast.AST]:
 def _pure_sum(expr, attr) -> bool:
     return (isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub))
             and (dotted(expr.left) == attr or dotted(expr.right) == attr))
-
-
-
-def _rebound_earlier(analysis, scope, attr, stmt) -> bool:
-    """``self.latent = self.net(x); self.latent[:, d:] = f(self.latent[:, d:])``: the value
-    updated was computed earlier in the same call, not kept from the previous one."""
-    for d in scope.defs_of(attr):
-        if d.stmt is stmt or not isinstance(d.stmt, ast.Assign) or d.start >= (stmt.lineno, stmt.col_offset):
-            continue
-        if any(dotted(t) == attr for t in d.stmt.targets) and analysis.flow.dominates(d, stmt):
-            return True
-    return False
-
-
-def _detached_in_place(loop, name: str) -> bool:
-    """``target_param.detach_()`` in the loop: each update starts from a graph-free tensor."""
-    for node in ast.walk(loop):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "detach_" \
-                and dotted(node.func.value) == name:
-            return True
-    return False
-
-
-def _reset_every_forward(analysis, scope, attr) -> bool:
-    """Is ``attr`` re-initialised (assigned afresh, not from itself) by a method that a
-    ``forward`` calls: ``Decoder.forward -> self.attention.init_states(x)`` setting
-    ``self.mu_prev = zeros(...)``? Then it lives for one forward pass, which a backward
-    consumes, like an RNN's hidden state within a sequence."""
-    project = analysis.project
-    if project is None or not scope.class_name:
-        return False
-    for method in analysis.index.methods(scope.class_name):
-        if method is scope or method.name == "__init__":
-            continue
-        fresh = any(isinstance(d.stmt, ast.Assign) and any(dotted(t) == attr for t in d.stmt.targets)
-                    and not any(dotted(n) == attr for n in ast.walk(d.stmt.value)) for d in method.defs_of(attr))
-        if not fresh:
-            continue
-        if _called_from_forward(project, method.name):
-            return True
-    return False
-
-
-def _called_from_forward(project, name: str, depth: int = 0) -> bool:
-    """Is a function spelled ``name`` a ``forward`` or called from one (two calls deep)?"""
-    if name == "forward":
-        return True
-    if depth >= 2:
-        return False
-    return any(_called_from_forward(project, caller.rsplit(".", 1)[-1], depth + 1)
-               for _, caller, _ in project.call_sites(name)[:8])
