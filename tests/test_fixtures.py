@@ -35,13 +35,9 @@ KNOWN_MISSES = {
         "the copied object is an element of a list built by a factory; no module evidence reaches it",
     "TLL006/positive/activation_stats_hook.py":
         "the graph-carrying value is a forward-hook argument: hook callers are inside torch",
-    "TLL006/positive/npid_memory_bank.py":
-        "the forward's callers are not in the file and the layer is not built inside another module",
     "TLL006/positive/seed004_feature_normalizer_sim.py":
         "the argument is computed by an external simulator call (`economy.prices`); unknown calls are not "
         "assumed to propagate graphs",
-    "TLL006/positive/vqvae_ema_codebook.py":
-        "the in-place update's operand comes from a forward input with no caller in the file",
     "TLL007/positive/recurrent_memory_transformer_mems.py":
         "the carried state is rebuilt inside a list comprehension over zipped lists",
     "TLL008/positive/dcgan_detached_fake_retain.py":

@@ -34,14 +34,17 @@ def argument_evidence(analysis, scope: Scope, param: str, depth: int = 0):
             if found is None:
                 continue
             caller_analysis, caller_scope = found
-            ev = _from_calls(caller_analysis, caller_scope, name, position, param, depth)
+            ev = _from_calls(caller_analysis, caller_scope, name, position, param, depth, scope)
             if ev is not None:
                 return ev
     return _layer_input(analysis, scope, param)
 
 
-def _from_calls(analysis, scope: Scope, name: str, position: int, param: str, depth: int) -> Optional[object]:
+def _from_calls(analysis, scope: Scope, name: str, position: int, param: str, depth: int,
+                callee: Optional[Scope] = None) -> Optional[object]:
     for call, stmt in calls_named(scope, name):
+        if callee is not None and not _fits(call, callee):
+            continue  # another function spelled the same: its arguments do not fit this signature
         arg = argument_for(call, position, param)
         if arg is None:
             continue
@@ -88,3 +91,22 @@ def has_known_callers(analysis, scope: Scope) -> bool:
     if project is None:
         return False
     return any(project.call_sites(name) for name in call_names(project, scope))
+
+
+def _fits(call: ast.Call, callee: Scope) -> bool:
+    """Can ``call`` reach ``callee``: no more positional arguments than it takes, and no
+    keyword it does not name (unless it takes ``*args``/``**kwargs``)?"""
+    node = callee.node
+    if not isinstance(getattr(node, "args", None), ast.arguments):
+        return True
+    spec = node.args
+    positional = [a.arg for a in spec.posonlyargs + spec.args]
+    if positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    if spec.vararg is None and not any(isinstance(a, ast.Starred) for a in call.args) \
+            and len(call.args) > len(positional):
+        return False
+    names = set(positional) | {a.arg for a in spec.kwonlyargs}
+    if spec.kwarg is None and any(k.arg is not None and k.arg not in names for k in call.keywords):
+        return False
+    return True

@@ -12,7 +12,7 @@ from typing import Iterator, List, Optional
 from .detachers import DETACH_METHODS
 from .graph import Evidence
 from .lifetimes import every_iteration
-from .module_index import LOOP_TYPES, Scope, contains
+from .module_index import LOOP_TYPES, Scope, contains, container_key
 from .names import dotted, words
 
 DETACHING_HELPER_WORDS = frozenset({"detach", "repackage", "truncate", "cut", "stop"})
@@ -40,6 +40,8 @@ def carried_states(analysis, scope: Scope, loop: ast.AST) -> Iterator[CarriedSta
             refs = [n for n in _reads(stmt.value, key)]
             if not refs or all(_detached_read(n, stmt.value) for n in refs):
                 continue
+            if _moved_only(stmt.value, key):
+                continue  # ``memory = memory.to(device)``: the same tensor, no new step of graph
             if _cut_each_iteration(analysis, scope, loop, key, stmt):
                 continue
             if _rebound_earlier_in_iteration(analysis, scope, loop, key, stmt):
@@ -50,6 +52,17 @@ def carried_states(analysis, scope: Scope, loop: ast.AST) -> Iterator[CarriedSta
             if evidence is None:
                 continue
             yield CarriedState(key, stmt, loop, evidence, refs)
+
+
+MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "contiguous", "type"})
+
+
+def _moved_only(value, key) -> bool:
+    """``x.to(device)``, ``x.cuda().float()``: the carried value moved or cast, nothing added."""
+    node = value
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
+        node = node.func.value
+    return node is not value and dotted(node) == key
 
 
 def _rebuilt_keys(stmt: ast.Assign) -> List[str]:
@@ -108,8 +121,8 @@ def _cut_each_iteration(analysis, scope: Scope, loop, key: str, carrying) -> boo
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             func = stmt.value.func
-            if isinstance(func, ast.Attribute) and func.attr in ("detach_", "zero_") and dotted(func.value) == key:
-                return True
+            if isinstance(func, ast.Attribute) and func.attr in ("detach_", "zero_") and container_key(func.value) == key:
+                return True  # ``hidden.detach_()``, or element by element: ``hidden[0].detach_()``
             name = dotted(func) or ""
             if stmt.value.args and dotted(stmt.value.args[0]) == key and any(
                     w in DETACHING_HELPER_WORDS for w in words(name.rsplit(".", 1)[-1])):
@@ -176,3 +189,9 @@ def initial_value(analysis, scope: Scope, loop, key: str) -> Optional[ast.AST]:
     if defs:
         return defs[-1].value if defs[-1].index is None else None
     return None
+
+
+# The carrying-assignment helpers, for state carried across calls as well as iterations.
+rebuilt_keys = _rebuilt_keys
+reads_of = _reads
+detached_read = _detached_read

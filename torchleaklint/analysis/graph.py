@@ -23,6 +23,9 @@ from .objects import ObjectKinds
 
 STRONG = "strong"
 CONVENTION = "convention"
+# Functions whose result is computed from their tensor arguments, graph included
+# (einops: ``rearrange``, ``reduce``, ``pack``, ``einsum`` on torch tensors).
+TENSOR_FUNCTION_NAMESPACES = ("torch.", "einops.")
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class GraphOracle:
         elif d.kind not in ("import", "def", "except", "unpack-star") and self.analysis.grad.stmt_off(d.stmt):
             return None
         value_ev = self._value(d, scope)
-        if d.kind == "for" or _explicitly_detached(d.value):
+        if d.kind == "for" or _explicitly_detached(_bound_value(d)):
             return value_ev
         site = self.backprop_site(d)
         if site is None:
@@ -342,7 +345,9 @@ class GraphOracle:
         summary = self.kinds.call_summary(call, scope, stmt, 0, oracle=self)
         if summary is not None:
             return summary.whole()
-        if qual.startswith("torch."):
+        if qual == "torch.autograd.grad" and not _creates_graph(call):
+            return None  # gradients without ``create_graph=True`` are graph-free leaves
+        if qual.startswith(TENSOR_FUNCTION_NAMESPACES):
             for arg in list(call.args) + [k.value for k in call.keywords]:
                 ev = self._expr(arg, scope, stmt, bindings, depth)
                 if ev is None:
@@ -413,6 +418,25 @@ class GraphOracle:
                                 strength=weakest, scalar=not reduction_none and strength == STRONG,
                                 loss_like=True)
         return None
+
+
+def _bound_value(d: Def):
+    """The expression a definition binds: ``loss.item()`` for ``loss, acc = (loss.item(), acc.item())``."""
+    value = d.value
+    if d.index is not None and isinstance(value, (ast.Tuple, ast.List)) and d.index < len(value.elts) \
+            and not any(isinstance(e, ast.Starred) for e in value.elts):
+        return value.elts[d.index]
+    return value
+
+
+def _creates_graph(call: ast.Call) -> bool:
+    """``create_graph=True`` (or a value not known to be false) on an ``autograd.grad`` call."""
+    for k in call.keywords:
+        if k.arg == "create_graph":
+            return not (isinstance(k.value, ast.Constant) and not k.value.value)
+        if k.arg is None:
+            return True  # ``**kwargs``: unknown
+    return len(call.args) >= 6  # positional create_graph
 
 
 def _explicitly_detached(value) -> bool:

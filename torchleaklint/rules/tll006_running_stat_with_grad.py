@@ -6,10 +6,12 @@ import ast
 from typing import List, Optional, Tuple
 
 from ..analysis.callers import argument_evidence
+from ..analysis.forward_input import defines_module_class, forward_input_evidence, frozen_module, parameter_read
 from ..analysis.graph import STRONG
 from ..analysis.module_index import expr_keys
 from ..analysis.names import dotted
 from ..analysis.parameter_loops import ModuleTensor, bare_reads, module_tensor_names
+from ..analysis.statistic_lifetime import detached_in_place, rebound_earlier, reset_every_forward
 from ..diagnostics import SAFE, UNSAFE, Diagnostic, Fix
 from .base import Invalid, Rule, RuleContext
 from .detach_fix import carrying_parts
@@ -25,8 +27,15 @@ class RunningStatWithGrad(Rule):
     normalizer statistics, registered buffers — updated from its own previous value and a
     graph-carrying tensor, outside `torch.no_grad()` and without `.detach()`:
     `self.running_mean = m * self.running_mean + (1 - m) * x.mean(0)`,
-    `self.running_var.mul_(m).add_(v)`, `self.stats = self.stats + batch_stats`. The graph
-    may come from the method itself or from what callers in the linted files pass in.
+    `self.running_var.mul_(m).add_(v)`, `self.stats = self.stats + batch_stats`,
+    `self.stored_mean[:] = self.stored_mean * (1 - m) + mean * m`, a submodule's statistic
+    (`self.bn.running_mean = ...`), a helper handed the statistic
+    (`self.embed_avg = lerp(self.embed_avg, embed_sum, decay)`) or a buffer re-registered
+    from its old value (`self.register_buffer(name, getattr(self, name) * d + new * (1 - d))`).
+    The graph may come from the method itself, from what callers in the linted files pass
+    in, from a submodule's `weight` or `bias` (batch norm folded into a convolution), or from
+    a module's forward input: in training it carries a graph unless a caller in the linted
+    files shows otherwise (passes plain data or runs it under `no_grad`).
 
     It also finds EMA and target-network copies that walk two modules' tensors and update
     one from the other's parameters in place, outside `no_grad`:
@@ -118,7 +127,7 @@ class Norm(nn.Module):
     ]
 
     def check(self, ctx: RuleContext):
-        if not ctx.uses_torch:
+        if not ctx.uses_torch and not defines_module_class(ctx.analysis):
             return
         analysis = ctx.analysis
         for scope in analysis.index.scopes:
@@ -126,14 +135,17 @@ class Norm(nn.Module):
                 continue
             for stmt in scope.statements:
                 copied = _parameter_update(stmt, analysis.index.ctx(stmt))
-                if copied is not None and not analysis.grad.stmt_off(stmt):
+                if copied is not None and not analysis.grad.stmt_off(stmt) \
+                        and not frozen_module(analysis, scope, copied[3].module, stmt):
                     yield self._parameter_diagnostic(ctx, stmt, *copied)
             if not scope.class_name or analysis.grad.scope_off(scope):
                 continue
             for stmt in scope.statements:
-                found = _update(stmt, analysis.flow, scope)
-                if found is None or analysis.grad.stmt_off(stmt):
+                found = _update(stmt, analysis.flow, scope, analysis.graph.kinds)
+                if found is None or analysis.grad.stmt_off(stmt) or rebound_earlier(analysis, scope, found[0], stmt):
                     continue
+                if reset_every_forward(analysis, scope, found[0]):
+                    continue  # per-sequence recurrent state (attention, decoder memory), not a running statistic
                 attr, operands, accumulation = found
                 result = self._evidence(analysis, scope, stmt, operands, accumulation)
                 if result is None:
@@ -141,15 +153,22 @@ class Norm(nn.Module):
                 evidence, graph, via = result
                 parts = []
                 for operand in operands:
-                    parts.extend(carrying_parts(ctx, operand, stmt, graph))
+                    if graph is None:  # computed from a parameter: detach the names that lead to it
+                        parts.extend((n, None) for n in ast.walk(operand) if isinstance(n, ast.Name)
+                                     and parameter_read(analysis, scope, n, stmt) is not None)
+                    else:
+                        parts.extend(carrying_parts(ctx, operand, stmt, graph))
                 fix = None
                 if parts:
                     edits = tuple(ctx.insert_after(expr, ".detach()") for expr, _ in parts)
                     proven = evidence.strength == STRONG and all(ev.tensor for _, ev in parts)
                     fix = Fix(SAFE if proven else UNSAFE,
                               "Detach the graph-carrying operand of the update", edits)
-                message = (f"`{attr}` is updated from its previous value and a graph-carrying tensor without "
-                           f"`.detach()` or `no_grad`; the statistic keeps every update's graph alive")
+                shown = attr if attr.startswith("the ") else f"`{attr}`"
+                often = "every training step" if scope.name == "forward" else f"every call of `{scope.name}`"
+                message = (f"{shown} is updated from its previous value and a graph-carrying tensor without "
+                           f"`.detach()`, and no caller path runs it under `no_grad`; the statistic keeps the "
+                           f"graph of {often} alive, chained onto all earlier ones")
                 notes = [f"graph: {evidence.describe()}"]
                 if via:
                     notes.append(f"argument: {via}")
@@ -186,6 +205,13 @@ class Norm(nn.Module):
             ev = argument_evidence(analysis, scope, param)
             if ev is not None:
                 return ev, oracle, f"callers pass a graph-carrying `{param}`: {ev.text}"
+            ev = forward_input_evidence(analysis, scope, param)
+            if ev is not None:
+                return ev, oracle, None
+        for operand in operands:
+            ev = parameter_read(analysis, scope, operand, stmt)
+            if ev is not None:
+                return None if accumulation else (ev, None, None)
         return None
 
 
@@ -196,6 +222,50 @@ def _tensor_function(value) -> bool:
     path = dotted(value.func) or ""
     return path.split(".")[0] in ("torch", "F") and path.rsplit(".", 1)[-1] in (
         "lerp", "add", "addcmul", "mul", "where", "cat", "stack", "maximum", "minimum", "clamp", "normalize")
+
+
+def _self_path(attr: str) -> bool:
+    """``self.mean`` or a submodule's statistic, ``self.bn.running_mean``."""
+    parts = attr.split(".")
+    # Writes through ``.data`` (or into ``.grad``) record no autograd history.
+    return parts[0] == "self" and 2 <= len(parts) <= 3 and not {"data", "grad"} & set(parts[1:])
+
+
+def _plain_function_of(value, attr, kinds, scope) -> bool:
+    """``self.avg = lerp(self.avg, new, decay)``: a project function (not a class, not a
+    module) handed the statistic itself and returning its next value."""
+    if kinds is None or not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name):
+        return False
+    if not any(dotted(arg) == attr for arg in value.args):
+        return False
+    return bool(kinds.resolve_functions(value.func, scope, None)) and kinds.resolve_class(value.func, scope) is None
+
+
+def _buffer_reregistered(stmt, scope) -> Optional[Tuple[str, List[ast.AST], bool]]:
+    """``old = getattr(self, name); new = old * d + x * (1 - d); self.register_buffer(name, new)``:
+    the update is the assignment of ``new``."""
+    if scope is None or not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 \
+            or not isinstance(stmt.targets[0], ast.Name) or not isinstance(stmt.value, ast.BinOp):
+        return None
+    new = stmt.targets[0].id
+    names = set()
+    for call, _ in scope.calls:
+        if dotted(call.func) == "self.register_buffer" and len(call.args) == 2 \
+                and isinstance(call.args[0], ast.Name) and dotted(call.args[1]) == new:
+            names.add(call.args[0].id)
+    if not names:
+        return None
+    for node in ast.walk(stmt.value):
+        if not isinstance(node, ast.Name):
+            continue
+        old = scope.defs_of(node.id)
+        if len(old) == 1 and isinstance(old[0].value, ast.Call) and dotted(old[0].value.func) == "getattr" \
+                and len(old[0].value.args) >= 2 and dotted(old[0].value.args[0]) == "self" \
+                and dotted(old[0].value.args[1]) in names:
+            name = dotted(old[0].value.args[1])
+            return (f"the buffer named by `{name}`", _operands_without(stmt.value, node.id),
+                    _pure_sum(stmt.value, node.id))
+    return None
 
 
 def _computed_from(flow, scope, value, attr) -> bool:
@@ -210,22 +280,32 @@ def _computed_from(flow, scope, value, attr) -> bool:
     return any(attr in flow.sources_of(scope, [key]) for key in expr_keys(value) if key != attr)
 
 
-def _update(stmt, flow=None, scope=None) -> Optional[Tuple[str, List[ast.AST], bool]]:
+def _update(stmt, flow=None, scope=None, kinds=None) -> Optional[Tuple[str, List[ast.AST], bool]]:
     """(attribute, operands besides its previous value, is a plain accumulation)."""
+    registered = _buffer_reregistered(stmt, scope)
+    if registered is not None:
+        return registered
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target = stmt.targets[0]
         if isinstance(target, ast.Subscript):
             target = target.value  # ``self.prototypes[c] = m * self.prototypes[c] + ...``
             reads = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Subscript) and dotted(n.value) == dotted(target)]
             attr = dotted(target)
-            if not reads or not attr or not attr.startswith("self.") or attr.count(".") != 1:
+            if not attr or not _self_path(attr):
+                return None
+            if not reads and isinstance(stmt.value, ast.BinOp) and any(
+                    dotted(n) == attr for n in ast.walk(stmt.value) if isinstance(n, ast.Attribute)):
+                # ``self.stored_mean[:] = self.stored_mean * (1 - m) + mean * m``: in place, whole
+                return attr, _operands_without(stmt.value, attr), _pure_sum(stmt.value, attr)
+            if not reads:
                 return None
             return attr, _operands_without_subscripts(stmt.value, attr), False
         attr = dotted(target)
-        if not attr or not attr.startswith("self.") or attr.count(".") != 1:
+        if not attr or not _self_path(attr):
             return None
         reads = [n for n in ast.walk(stmt.value) if isinstance(n, (ast.Name, ast.Attribute)) and dotted(n) == attr]
-        if reads and (isinstance(stmt.value, ast.BinOp) or _tensor_function(stmt.value)):
+        if reads and (isinstance(stmt.value, ast.BinOp) or _tensor_function(stmt.value)
+                      or _plain_function_of(stmt.value, attr, kinds, scope)):
             return attr, _operands_without(stmt.value, attr), _pure_sum(stmt.value, attr)
         if not reads and flow is not None and _computed_from(flow, scope, stmt.value, attr):
             return attr, [stmt.value], False  # ``new_mean = self.mean + ...; self.mean = new_mean``
@@ -239,7 +319,7 @@ def _update(stmt, flow=None, scope=None) -> Optional[Tuple[str, List[ast.AST], b
         call = stmt.value
         node, args = _update_chain(call)
         attr = dotted(node)
-        if node is call or not attr or not attr.startswith("self.") or attr.count(".") != 1:
+        if node is call or not attr or not _self_path(attr):
             return None
         if not call.func.attr.endswith("_") and not _chain_has_inplace(call):
             return None
@@ -259,7 +339,7 @@ def _parameter_update(stmt, where) -> Optional[Tuple[str, ModuleTensor, List[ast
         return None
     names = module_tensor_names(where.loops)
     target = names.get(node.id)
-    if target is None:
+    if target is None or detached_in_place(where.loops[-1], node.id):
         return None
     sources = {n: t for n, t in names.items()
                if t.kind == "parameter" and t.module != target.module and n != node.id}
@@ -329,4 +409,3 @@ def _operands_without(expr, attr) -> List[ast.AST]:
 def _pure_sum(expr, attr) -> bool:
     return (isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub))
             and (dotted(expr.left) == attr or dotted(expr.right) == attr))
-

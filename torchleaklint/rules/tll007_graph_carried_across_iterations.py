@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import ast
 
-from ..analysis.carried import carried_states, initial_value
+from ..analysis.carried import carried_states, detached_read, initial_value, reads_of, rebuilt_keys
 from ..analysis.graph import CONVENTION
+from ..analysis.names import dotted
 from ..analysis.loops import loop_calls_backward
+from ..analysis.stepped_state import (counts_steps, keeps_graphs_for_later, legacy_no_grad, module_method,
+                                         runs_backward, stepping_loop)
 from ..diagnostics import SAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import line_before, torch_name
@@ -20,6 +23,14 @@ class GraphCarriedAcrossIterations(Rule):
     RNN hidden state (`out, hidden = model(x, hidden)`), growing histories
     (`history = torch.cat([history, new])`), recurrent statistics
     (`state = 0.9 * state + f(x)`).
+
+    It also finds recurrent state fed back where no backward pass consumes it: a method
+    that rebinds `self.hidden` from a module call on its previous value
+    (`out, self.hidden = self.agent(x, self.hidden)`) while a loop elsewhere in the project
+    calls it once per environment step, with grad on and no backward pass in that loop's
+    function (a rollout or acting loop; the learner that unrolls and backpropagates is
+    fine); and generation or decoding loops (`out, h = model(token, h)`) in a function that
+    runs no backward pass, returns no graph and stores none for later.
 
     ## Why is this bad
     The new value's graph references the previous value, whose graph references the one
@@ -50,7 +61,10 @@ class GraphCarriedAcrossIterations(Rule):
     ```
 
     ## Fix safety
-    The fix detaches the carried value at the top of the loop body (a tuple of tensors,
+    For state fed back with no backward pass the right fix is `torch.no_grad()` around the
+    acting or generation loop: state carried across calls gets no automatic fix, and a
+    generation loop gets the detach below (memory stops growing; nothing backpropagates
+    through it). Otherwise the fix detaches the carried value at the top of the loop body (a tuple of tensors,
     e.g. an LSTM's `(h, c)`, element by element; a value that may start as `None` only when
     set), or detaches the carried operand inside the expression (`torch.cat([history.detach(), new])`).
     It is **safe** when the evidence is strong: gradients already could not flow into
@@ -134,6 +148,47 @@ for x in batches:
                              f"carried: `{state.key}` is read at line {state.references[0].lineno} and rebuilt "
                              f"at line {state.stmt.lineno}"]
                     yield self.diagnostic(ctx, state.stmt, message, fix, notes)
+        yield from self._fed_back(ctx)
+
+    def _fed_back(self, ctx):
+        """Loops that run no backward pass, and state fed back across calls of a method."""
+        analysis = ctx.analysis
+        project = analysis.project
+        for scope in analysis.index.scopes:
+            if scope.is_function and scope.class_name and scope.name != "__init__":
+                for stmt, key, evidence in _rebound_across_calls(analysis, scope):
+                    driver = stepping_loop(analysis, scope)
+                    if driver is None:
+                        continue
+                    message = (f"`{key}` is fed back into `{scope.name}` on every call and rebuilt from its previous "
+                               f"value with grad on: `{driver.function}` calls it once per step (loop at line "
+                               f"{driver.loop_line}) with no `no_grad` on the path and no backward pass, so the "
+                               f"state keeps the graph of every step since it was last reset")
+                    notes = [f"graph: {evidence.describe()}", f"called per step: {driver.path}",
+                             "fix: run the acting loop under `torch.no_grad()` (or detach the state where it is "
+                             "fed back)"]
+                    yield self.diagnostic(ctx, stmt, message, None, notes)
+            if project is None or runs_backward(analysis, scope) or module_method(analysis, scope) \
+                    or legacy_no_grad(scope):
+                continue
+            for loop in scope.loops:
+                if not counts_steps(loop) or loop_calls_backward(analysis, scope, loop, retained=True) is not None:
+                    continue
+                if keeps_graphs_for_later(analysis, scope, loop):
+                    continue
+                where = f"`{scope.name}`" if scope.is_function else "this module"
+                for state in carried_states(analysis, scope, loop):
+                    if _pure_sum(state.stmt, state.key) or not _module_output(analysis, scope, state):
+                        continue
+                    message = (f"`{state.key}` is fed back into the next iteration and rebuilt from its previous "
+                               f"value with grad on, and no backward pass runs in {where} or consumes what it "
+                               f"returns: every iteration's graph stays reachable until the loop ends (one per "
+                               f"generated step)")
+                    notes = [f"graph: {state.evidence.describe()}",
+                             f"carried: `{state.key}` is read at line {state.references[0].lineno} and rebuilt "
+                             f"at line {state.stmt.lineno}",
+                             "fix: run the loop under `torch.no_grad()`"]
+                    yield self.diagnostic(ctx, state.stmt, message, self._fix(ctx, scope, state), notes)
 
     def _fix(self, ctx, scope, state):
         safe = state.evidence.strength != CONVENTION
@@ -186,7 +241,6 @@ def _pure_sum(stmt, key) -> bool:
     node = value
     while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
         node = node.left
-    from ..analysis.names import dotted
 
     return dotted(node) == key or dotted(value.right) == key
 
@@ -195,3 +249,69 @@ def _defined_before(analysis, scope, state) -> bool:
     loop = state.loop
     start = (loop.lineno, loop.col_offset)
     return any(d.start < start and analysis.flow.dominates(d, loop) for d in scope.defs_of(state.key))
+
+
+def _rebound_across_calls(analysis, scope):
+    """``out, self.h = self.rnn(x, self.h)`` outside any loop of the method: the state
+    persists on the object from one call to the next."""
+    index = analysis.index
+    for stmt in scope.statements:
+        if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+            continue
+        ctx = index.ctx(stmt)
+        if ctx is None or ctx.loops:
+            continue
+        for key, refs in _self_state_reads(scope, stmt):
+            if not refs or all(detached_read(n, stmt.value) for n in refs):
+                continue
+            if isinstance(refs[0], ast.Attribute) and any(
+                    d.stmt is not stmt and d.start < (stmt.lineno, stmt.col_offset) and analysis.flow.dominates(d, stmt)
+                    for d in scope.defs_of(key)):
+                continue  # set earlier in the same call: this call's value, not the previous call's
+            evidence = analysis.graph.carrying(stmt.value, stmt)
+            if evidence is not None:
+                yield stmt, key, evidence
+
+
+def _self_state_reads(scope, stmt):
+    """(state, reads of its previous value) for ``self.h = f(self.h)``, and for slices of it
+    read through a local name: ``h = self.h[:, i]; out, self.h[:, i] = self.rnn(x, h)``."""
+    keys = [k for k in rebuilt_keys(stmt) if k.startswith("self.") and k.count(".") <= 2]
+    for key in keys:
+        yield key, list(reads_of(stmt.value, key))
+    for target in stmt.targets:
+        for node in ast.walk(target):
+            if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Store):
+                continue
+            key = dotted(node.value)
+            if not key or not key.startswith("self.") or key in keys:
+                continue
+            refs = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                    and _slice_of(scope, n.id, key, stmt)]
+            if refs:
+                yield key, refs
+
+
+def _slice_of(scope, name, key, stmt) -> bool:
+    """Is every definition of ``name`` before ``stmt`` a view of ``key`` (``key[...]``,
+    possibly moved: ``name = name.cuda()``)?"""
+    defs = [d for d in scope.defs_of(name) if d.start < (stmt.lineno, stmt.col_offset)]
+    if not defs:
+        return False
+    for d in defs:
+        value = d.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in (
+                "cuda", "to", "cpu", "float", "contiguous", "reshape", "view"):
+            value = value.func.value
+        if isinstance(value, ast.Name) and value.id == name:
+            continue
+        if not (isinstance(value, ast.Subscript) and dotted(value.value) == key):
+            return False
+    return True
+
+
+def _module_output(analysis, scope, state) -> bool:
+    """Is the state fed back through a module (``out, h = model(tok, h)``), the shape of a
+    recurrent generation loop, rather than grown by ``torch.cat`` or indexing?"""
+    value = state.stmt.value
+    return isinstance(value, ast.Call) and analysis.graph.kinds.module_call(value, scope, state.stmt) is not None

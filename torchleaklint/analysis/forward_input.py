@@ -1,0 +1,173 @@
+"""A module's forward input carries a graph in training.
+
+``forward(self, x)`` of an ``nn.Module`` receives the output of the layers before it (or
+of a model whose parameters record autograd): unless every caller runs it under
+``no_grad``, its inputs carry a graph. The same holds for the arguments a ``forward``
+hands to the module's own helper methods (``self.update_stats(x.mean(0))``), followed a
+few calls deep. This is a convention, not a proof: an observation normalizer fed raw
+environment data receives no graph, so the evidence is marked as such."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .callers import has_known_callers
+from .graph import CONVENTION, Evidence
+from .module_index import Scope, calls_named
+from .names import dotted
+from .summaries import argument_for
+
+MAX_DEPTH = 3
+LOSS_SUFFIXES = ("loss", "criterion")
+REASON = (" (a module's forward input carries a graph in training; no caller in the linted files passes it "
+          "or runs it under `no_grad`)")
+
+
+def forward_input_evidence(analysis, scope: Scope, param: str, depth: int = 0) -> Optional[Evidence]:
+    """Evidence that ``param`` of ``scope`` is (computed from) a module's forward input."""
+    project = analysis.project
+    if project is None or not scope.is_function or not scope.class_name or param in ("self", "cls"):
+        return None
+    if param not in scope.params or analysis.grad.scope_off(scope):
+        return None
+    if not project.is_module_class(analysis.index.module_name, scope.class_name):
+        return None
+    if scope.class_name.lower().endswith(LOSS_SUFFIXES):
+        return None  # a loss module's inputs include targets and teacher outputs
+    if scope.name == "forward":
+        if has_known_callers(analysis, scope):
+            return None  # callers in view decide (``argument_evidence``): raw observations carry none
+        return Evidence(f"`{param}`, an input of `{scope.class_name}.forward`{REASON}", scope.node.lineno,
+                        strength=CONVENTION)
+    if depth >= MAX_DEPTH:
+        return None
+    return _from_own_methods(analysis, scope, param, depth)
+
+
+def _from_own_methods(analysis, scope: Scope, param: str, depth: int) -> Optional[Evidence]:
+    """``self.helper(arg)`` from another method of the class whose forward input reaches ``arg``."""
+    params = list(scope.params)
+    position = params.index(param) - 1
+    if position < 0 or params[0] != "self":
+        return None
+    for caller in analysis.index.methods(scope.class_name):
+        if caller is scope:
+            continue
+        for call, stmt in calls_named(caller, scope.name):
+            if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == "self"):
+                continue
+            arg = argument_for(call, position, param)
+            if arg is None:
+                continue
+            for name in caller.params:
+                outer = forward_input_evidence(analysis, caller, name, depth + 1)
+                if outer is None:
+                    continue
+                if analysis.graph.assuming(caller, name).carrying(arg, stmt) is not None:
+                    origin = outer.text[: -len(REASON)] if outer.text.endswith(REASON) else outer.text
+                    return Evidence(f"`{param}`, passed by `self.{scope.name}(...)` at line {stmt.lineno} from "
+                                    f"{origin}{REASON}", stmt.lineno, strength=CONVENTION)
+    return None
+
+
+def frozen_module(analysis, scope: Scope, module: str, stmt) -> bool:
+    """Is the module spelled ``module`` built frozen (``Net(...).requires_grad_(False)``)
+    where it reaches ``stmt``? Its parameters then record no autograd."""
+    for call, _ in scope.calls:
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_" \
+                and dotted(call.func.value) == module and not _false(call.args[0] if call.args else None):
+            return False  # unfrozen again by name
+    for d in analysis.flow.reaching(scope, module, stmt):
+        node = d.value
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "requires_grad_" and node.args and _false(node.args[0]):
+                return True
+            node = node.func.value
+    return False
+
+
+def _false(arg) -> bool:
+    return isinstance(arg, ast.Constant) and arg.value is False
+
+
+def defines_module_class(analysis) -> bool:
+    """Does the file define an ``nn.Module`` subclass? Such a file works on tensors even
+    when it imports nothing from torch (a layer file of a project whose ``nn`` comes from
+    the notebook or script that runs it)."""
+    project = analysis.project
+    if project is None:
+        return False
+    module = analysis.index.module_name
+    return any(project.is_module_class(module, name) for name in analysis.index.classes)
+
+
+PARAMETER_ATTRS = frozenset({"weight", "bias"})
+MAX_PARAMETER_DEPTH = 6
+
+
+def parameter_read(analysis, scope: Scope, expr, stmt, depth: int = 0) -> Optional[Evidence]:
+    """Is ``expr`` computed (through local names) from a submodule's ``weight`` or ``bias``
+    read with its graph (``y = F.conv2d(x, self.conv.weight)``)? A parameter records
+    autograd, so anything computed from it carries a graph while grad is on."""
+    if depth > MAX_PARAMETER_DEPTH or expr is None:
+        return None
+    for node in _graph_reads(expr):
+        if isinstance(node, ast.Attribute) and node.attr in PARAMETER_ATTRS:
+            kind = analysis.graph.kinds.kind_of(node.value, scope, stmt)
+            if kind is not None and kind.kind == "module":
+                why = kind.why
+            elif _submodule_of_module(analysis, scope, node.value):
+                why = f"an attribute of the nn.Module `{scope.class_name}`"
+            else:
+                continue
+            return Evidence(f"computed from `{dotted(node)}`, a parameter of the module `{dotted(node.value)}` "
+                            f"({why}), which records autograd", node.lineno, strength=CONVENTION)
+        elif isinstance(node, ast.Name):
+            for d in analysis.flow.reaching(scope, node.id, stmt):
+                if d.kind == "assign" and d.value is not None and not analysis.grad.stmt_off(d.stmt):
+                    found = parameter_read(analysis, scope, d.value, d.stmt, depth + 1)
+                    if found is not None:
+                        return found
+    return None
+
+
+def _graph_reads(expr):
+    """Names and attributes read by ``expr`` outside detaching calls and metadata."""
+    from .detachers import DETACH_BUILTINS, DETACH_METHODS, NON_CARRYING_ATTRS
+
+    todo = [expr]
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, ast.Attribute):
+            if node.attr in NON_CARRYING_ATTRS:
+                continue
+            yield node
+            todo.append(node.value)
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in DETACH_METHODS:
+                continue
+            if isinstance(func, ast.Name) and func.id in DETACH_BUILTINS:
+                continue
+            todo.extend(node.args)
+            todo.extend(k.value for k in node.keywords)
+            if isinstance(func, ast.Attribute):
+                todo.append(func.value)
+            continue
+        if isinstance(node, ast.Name):
+            yield node
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _submodule_of_module(analysis, scope: Scope, node) -> bool:
+    """``self.conv`` in a method of an nn.Module subclass: an attribute whose ``weight`` is read."""
+    path = dotted(node)
+    project = analysis.project
+    return bool(path and path.count(".") == 1 and path.startswith("self.") and scope.class_name
+                and project is not None and project.is_module_class(analysis.index.module_name, scope.class_name))
