@@ -25,6 +25,11 @@ REGISTRY: Dict[str, str] = {
     "TLL007": "tll007_graph_carried_across_iterations.GraphCarriedAcrossIterations",
     "TLL008": "tll008_retain_graph_in_loop.RetainGraphInLoop",
     "TLL009": "tll009_eval_forward_with_grad.EvalForwardWithGrad",
+    "TLL010": "tll010_cycled_data_loader.CycledDataLoader",
+    "TLL011": "tll011_output_tensor_on_ctx.OutputTensorOnCtx",
+    "TLL012": "tll012_legacy_autograd_function.LegacyAutogradFunction",
+    "TLL013": "tll013_hook_registered_per_step.HookRegisteredPerStep",
+    "TLL014": "tll014_anomaly_detection_enabled.AnomalyDetectionEnabled",
 }
 
 RULE_CODES = tuple(REGISTRY)
