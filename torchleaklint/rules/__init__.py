@@ -7,7 +7,7 @@ come from the cache, or a configuration check, needs only the codes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Type
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Type
 
 from ..lazy import load
 
@@ -31,6 +31,11 @@ REGISTRY: Dict[str, str] = {
     "TLL013": "tll013_hook_registered_per_step.HookRegisteredPerStep",
     "TLL014": "tll014_anomaly_detection_enabled.AnomalyDetectionEnabled",
 }
+
+# Opt-in rules (like ruff's preview rules): not below ``ALL`` or a code prefix, only when
+# selected by their full code (``--extend-select TLL011``). A rule stays here until its
+# findings on real code have been reviewed and found at least 90 % right.
+OPT_IN: FrozenSet[str] = frozenset({"TLL011", "TLL013"})
 
 RULE_CODES = tuple(REGISTRY)
 PARSE_ERROR = "TLL000"

@@ -63,7 +63,7 @@ class CycledDataLoader(Rule):
 
     code = "TLL010"
     name = "cycled-data-loader"
-    summary = "itertools.cycle over a data loader keeps every batch of the first epoch"
+    summary = "A data loader wrapped in itertools.cycle keeps every batch of its first pass"
     fix_availability = "sometimes"
     repro = "tll010_cycled_loader"
 

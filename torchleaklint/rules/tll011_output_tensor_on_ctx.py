@@ -71,7 +71,7 @@ class OutputTensorOnCtx(Rule):
 
     code = "TLL011"
     name = "output-tensor-on-ctx"
-    summary = "a custom autograd Function keeps its output tensor on ctx, forming a reference cycle"
+    summary = "A custom autograd Function keeps the tensor it returns on ctx: a reference cycle"
     fix_availability = "never"
     repro = None
 
@@ -144,13 +144,12 @@ class TopK(Function):
 
 def _own_nodes(function: ast.AST):
     """The nodes of a function body, not descending into nested functions or classes."""
-    stack = list(function.body)
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    stack = [node for node in function.body if not isinstance(node, nested)]
     while stack:
         node = stack.pop()
         yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                stack.append(child)
+        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, nested))
 
 
 def _returned_names(function: ast.AST) -> Dict[str, int]:

@@ -64,7 +64,7 @@ class LegacyAutogradFunction(Rule):
 
     code = "TLL012"
     name = "legacy-autograd-function"
-    summary = "an old-style autograd Function (instance forward or self.save_for_backward)"
+    summary = "An old-style autograd Function (instance forward or self.save_for_backward)"
     fix_availability = "never"
     repro = None
 

@@ -75,7 +75,7 @@ class HookRegisteredPerStep(Rule):
 
     code = "TLL013"
     name = "hook-registered-per-step"
-    summary = "a module hook registered every step and never removed"
+    summary = "A module hook is registered every step and never removed"
     fix_availability = "sometimes"
     repro = "tll013_hook_per_step"
 

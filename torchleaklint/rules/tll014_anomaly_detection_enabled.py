@@ -14,16 +14,21 @@ from .base import Invalid, Rule, RuleContext
 DEBUG_WORDS = frozenset({"debug", "debugging", "anomaly", "anomalies", "detect", "nan", "nans", "check", "sanity",
                          "verbose", "dev", "profile", "profiling", "diagnose", "diagnostics"})
 
+# Words of a function or class name that make it a debugging tool or a test.
+DEBUG_TOOL_WORDS = frozenset({"debug", "debugging", "test", "anomaly", "anomalies", "detect"})
+
 
 class AnomalyDetectionEnabled(Rule):
     """
     ## What it does
     Finds autograd anomaly detection switched on outside a debugging guard:
-    `torch.autograd.set_detect_anomaly(True)` (not switched off again later in the same
-    block) and `with torch.autograd.detect_anomaly():`. Not reported in test files, under
-    an `if` whose test names a debugging switch (`if args.debug:`,
-    `if cfg.detect_anomaly:`), or with a computed flag
-    (`set_detect_anomaly(args.detect_anomaly)`).
+    `torch.autograd.set_detect_anomaly(True)` and `with torch.autograd.detect_anomaly():`.
+    Not reported in test files, under an `if` whose test names a debugging switch
+    (`if args.debug:`, `if cfg.detect_anomaly:`), with a computed flag
+    (`set_detect_anomaly(args.detect_anomaly)`), when it is switched off again later in
+    the same function or in another method of the same class (a training callback's
+    `before_train_iter`/`after_train_iter` pair), or inside a function or class named as
+    a debugging tool or a test (`debug_step`, `class DetectAnomalyHook`).
 
     ## Why is this bad
     Anomaly mode records the Python traceback of the forward call that created every
@@ -60,7 +65,7 @@ class AnomalyDetectionEnabled(Rule):
 
     code = "TLL014"
     name = "anomaly-detection-enabled"
-    summary = "autograd anomaly detection left on outside a debugging guard"
+    summary = "Autograd anomaly detection is left on outside a debugging guard"
     fix_availability = "never"
     repro = None
 
@@ -146,9 +151,15 @@ def _is_with_item(stmt, call) -> bool:
 
 
 def _switched_off_later(scope, index, call, stmt) -> bool:
-    """A later ``set_detect_anomaly(False)`` in the same scope: a debugging window."""
-    for other, _ in scope.calls:
-        if other is call or start_of(other) <= start_of(call) or _anomaly_call(other, index.imports) != "set":
+    """A ``set_detect_anomaly(False)`` later in the same scope, or in any method of the same
+    class (``before_train_iter`` / ``after_train_iter`` callbacks): a debugging window."""
+    scopes = [scope]
+    if scope.class_name is not None:
+        scopes = index.methods(scope.class_name)
+    for other, _ in (pair for s in scopes for pair in s.calls):
+        if other is call or _anomaly_call(other, index.imports) != "set":
+            continue
+        if scope.class_name is None and start_of(other) <= start_of(call):
             continue
         values = list(other.args[:1]) + [k.value for k in other.keywords if k.arg == "mode"]
         if any(isinstance(v, ast.Constant) and v.value is False for v in values):
@@ -173,8 +184,13 @@ def _debug_guarded(where) -> bool:
 
 
 def _in_debug_function(scope) -> bool:
+    """Inside a function or a class whose name makes it a debugging tool or a test
+    (``debug_step``, ``test_grad``, ``class DetectAnomalyHook``)."""
     while scope is not None:
-        if scope.is_function and any(w in ("debug", "test") for w in words(scope.name)):
+        names = [scope.name] if scope.is_function else []
+        if scope.class_name:
+            names.append(scope.class_name)
+        if any(w in DEBUG_TOOL_WORDS for name in names for w in words(name)):
             return True
         scope = scope.parent
     return False
