@@ -48,13 +48,14 @@ class CycledDataLoader(Rule):
     ```
 
     ## Fix safety
-    When the argument is a `DataLoader(...)` call or a local name bound to one (a
-    re-iterable object), the fix replaces `cycle(loader)` with
-    `(batch for _ in itertools.count() for batch in loader)`, importing `itertools` when
-    needed. It is **unsafe**: each pass now iterates the loader again, so a shuffling
+    When the argument is a local name bound to a `DataLoader(...)` (a re-iterable
+    object), the fix replaces `cycle(loader)` with
+    `(batch for epoch in itertools.repeat(loader) for batch in epoch)`, importing
+    `itertools` when needed. It is **unsafe**: each pass now iterates the loader again, so a shuffling
     loader yields a new order and workers restart every epoch. No fix is offered when the
-    evidence is only a name or the argument is `iter(...)`: an exhausted iterator
-    re-iterated forever would hang.
+    evidence is only a name or the argument is `iter(...)` (an exhausted iterator
+    re-iterated forever would hang), nor for a `DataLoader(...)` call (it would build a
+    new loader on every pass).
 
     ## Memory impact
     One batch per step until a full epoch of batches is held: the size of the dataset
@@ -96,7 +97,7 @@ train_iter = itertools.cycle(loader)
 import itertools
 from torch.utils.data import DataLoader
 loader = DataLoader(dataset, batch_size=32, shuffle=True)
-train_iter = (batch for _ in itertools.count() for batch in loader)
+train_iter = (batch for epoch in itertools.repeat(loader) for batch in epoch)
 """,
         ),
         Invalid(
@@ -172,10 +173,9 @@ def _fix(ctx, call, arg, stmt) -> Optional[Fix]:
             return None
         edits.append(edit)
     source = ctx.text_of(arg)
-    # The generator's own names never leak out of it; only the loader's text must not use them.
-    item = next((name for name in ("batch", "batch_", "loader_batch") if name not in source), None)
-    if item is None:
-        return None
-    replacement = f"({item} for _ in {module}.count() for {item} in {source})"
+    # ``repeat(loader)`` is evaluated when the generator is made, so rebinding the name
+    # (``loader = itertools.cycle(loader)``) cannot make the generator iterate itself.
+    # The generator's own names never leak out of it.
+    replacement = f"(batch for epoch in {module}.repeat({source}) for batch in epoch)"
     edits.append(Edit(ctx.start(call), ctx.end(call), replacement))
     return Fix(UNSAFE, "Re-iterate the loader instead of cycling its first epoch", tuple(edits))

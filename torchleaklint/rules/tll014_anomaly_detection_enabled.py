@@ -15,7 +15,8 @@ DEBUG_WORDS = frozenset({"debug", "debugging", "anomaly", "anomalies", "detect",
                          "verbose", "dev", "profile", "profiling", "diagnose", "diagnostics"})
 
 # Words of a function or class name that make it a debugging tool or a test.
-DEBUG_TOOL_WORDS = frozenset({"debug", "debugging", "test", "anomaly", "anomalies", "detect"})
+DEBUG_TOOL_WORDS = frozenset({"debug", "debugging", "test", "anomaly", "anomalies", "detect", "sanity", "check",
+                              "diagnose", "inspect"})
 
 
 class AnomalyDetectionEnabled(Rule):
