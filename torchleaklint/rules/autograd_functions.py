@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Dict, Iterator, Optional, Set
+from typing import Dict, Iterator, List, Optional, Set
 
 from ..analysis.names import dotted
 
@@ -30,12 +30,28 @@ def _is_function_base(base: ast.AST, imports) -> bool:
     return dotted(base) in FUNCTION_PATHS and "torch" in imports.aliases.values()
 
 
-def autograd_functions(index) -> Iterator[AutogradFunction]:
-    """Every class of the module whose bases lead to ``torch.autograd.Function``."""
+def autograd_functions(analysis) -> List[AutogradFunction]:
+    """Every class of the module whose bases lead to ``torch.autograd.Function``
+    (computed once per analysis: two rules ask)."""
+    memo = analysis.__dict__
+    if "_autograd_functions" not in memo:
+        memo["_autograd_functions"] = list(_find(analysis.index))
+    return memo["_autograd_functions"]
+
+
+def _class_defs(index) -> List[ast.ClassDef]:
+    """The module's class statements, at any depth, from the index's bindings."""
+    return [d.stmt for scope in index.scopes for defs in scope.defs.values() for d in defs
+            if d.kind == "def" and isinstance(d.stmt, ast.ClassDef)]
+
+
+def _find(index) -> Iterator[AutogradFunction]:
+    found = _class_defs(index)
+    if not found:
+        return
     classes: Dict[str, ast.ClassDef] = {}
-    for node in ast.walk(index.tree):
-        if isinstance(node, ast.ClassDef):
-            classes.setdefault(node.name, node)
+    for node in found:
+        classes.setdefault(node.name, node)
     memo: Dict[str, bool] = {}
 
     def derives(cls: ast.ClassDef, seen: Set[str]) -> bool:
@@ -52,8 +68,8 @@ def autograd_functions(index) -> Iterator[AutogradFunction]:
         memo[cls.name] = found
         return found
 
-    for node in ast.walk(index.tree):
-        if isinstance(node, ast.ClassDef) and derives(node, {node.name}):
+    for node in dict.fromkeys(found):
+        if derives(node, {node.name}):
             methods = {m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
             yield AutogradFunction(node, methods.get("forward"), methods.get("backward"))
 

@@ -8,8 +8,11 @@ from typing import Optional, Tuple
 from ..analysis.names import dotted
 from ..diagnostics import UNSAFE, Edit, Fix
 from .base import Invalid, Rule, RuleContext
+from .call_sites import calls_of
 from .insertions import import_edit
 from .step_loops import is_loader_name
+
+CYCLE = frozenset({"cycle"})
 
 
 class CycledDataLoader(Rule):
@@ -110,20 +113,17 @@ train_iter = cycle(train_loader)
     ]
 
     def check(self, ctx: RuleContext):
-        index = ctx.analysis.index
-        imports = index.imports
-        for scope in index.scopes:
-            for call, stmt in scope.calls:
-                if imports.qualname(call.func) != "itertools.cycle" or len(call.args) != 1 or call.keywords:
-                    continue
-                arg = call.args[0]
-                found = _loader_evidence(ctx, scope, stmt, arg)
-                if found is None:
-                    continue
-                evidence, bound = found
-                message = (f"`{ctx.text_of(call)}` keeps a copy of every batch it yields until one epoch of "
-                           f"batches is held in memory ({evidence}); re-iterate the loader instead")
-                yield self.diagnostic(ctx, call, message, _fix(ctx, call, arg, stmt) if bound else None, [evidence])
+        for scope, call, stmt, _ in calls_of(ctx.analysis.index, "itertools.cycle".__eq__, CYCLE):
+            if len(call.args) != 1 or call.keywords:
+                continue
+            arg = call.args[0]
+            found = _loader_evidence(ctx, scope, stmt, arg)
+            if found is None:
+                continue
+            evidence, bound = found
+            message = (f"`{ctx.text_of(call)}` keeps a copy of every batch it yields until one epoch of "
+                       f"batches is held in memory ({evidence}); re-iterate the loader instead")
+            yield self.diagnostic(ctx, call, message, _fix(ctx, call, arg, stmt) if bound else None, [evidence])
 
 
 def _is_dataloader_call(ctx, expr: Optional[ast.AST]) -> bool:

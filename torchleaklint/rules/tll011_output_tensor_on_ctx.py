@@ -122,7 +122,7 @@ class TopK(Function):
     ]
 
     def check(self, ctx: RuleContext):
-        for function in autograd_functions(ctx.analysis.index):
+        for function in autograd_functions(ctx.analysis):
             forward = function.forward
             if forward is None or not is_static(forward) or not forward.args.args:
                 continue

@@ -97,7 +97,7 @@ class Clamp(torch.autograd.Function):
     ]
 
     def check(self, ctx: RuleContext):
-        for function in autograd_functions(ctx.analysis.index):
+        for function in autograd_functions(ctx.analysis):
             forward = function.forward
             if forward is not None and not is_static(forward) \
                     and not any(_is_classmethod(d) for d in forward.decorator_list):

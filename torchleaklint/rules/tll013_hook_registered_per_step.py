@@ -144,6 +144,9 @@ def _hook_kind(call: ast.Call, imports) -> Optional[str]:
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr in MODULE_HOOKS:
         return "module"
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if "hook" not in name:
+        return None  # only a name spelled like a hook can be one (aliases keep the word or are rare)
     qual = imports.qualname(func) or ""
     if qual.rsplit(".", 1)[-1] in GLOBAL_HOOKS and qual.startswith("torch"):
         return "global"

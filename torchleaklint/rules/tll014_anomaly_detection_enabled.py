@@ -8,6 +8,7 @@ from typing import Optional
 from ..analysis.module_index import start_of
 from ..analysis.names import dotted, words
 from .base import Invalid, Rule, RuleContext
+from .call_sites import calls_of
 
 # Words of an ``if`` test that make it a debugging switch (``if args.debug:``,
 # ``if cfg.detect_anomaly:``).
@@ -112,34 +113,33 @@ def train(model, loader):
         if ctx.in_test_file:
             return
         index = ctx.analysis.index
-        for scope in index.scopes:
-            for call, stmt in scope.calls:
-                kind = _anomaly_call(call, index.imports)
-                if kind is None:
-                    continue
-                if kind == "set" and not (_switches_on(call) and not _switched_off_later(scope, index, call, stmt)):
-                    continue
-                if kind == "context" and not _is_with_item(stmt, call):
-                    continue
-                where = index.ctx(stmt)
-                if where is None or _debug_guarded(where) or _in_debug_function(scope):
-                    continue
-                text = ast.unparse(call)
-                message = (f"`{text}` turns on autograd anomaly detection outside a debugging guard: every autograd "
-                           f"node keeps its forward's stack trace and steps run several times slower")
-                yield self.diagnostic(ctx, call, message)
+        for scope, call, stmt, qual in calls_of(index, _is_anomaly_switch, ANOMALY_SWITCHES):
+            kind = "set" if qual.endswith("set_detect_anomaly") else "context"
+            if kind == "set" and not (_switches_on(call) and not _switched_off_later(scope, index, call, stmt)):
+                continue
+            if kind == "context" and not _is_with_item(stmt, call):
+                continue
+            where = index.ctx(stmt)
+            if where is None or _debug_guarded(where) or _in_debug_function(scope):
+                continue
+            text = ast.unparse(call)
+            message = (f"`{text}` turns on autograd anomaly detection outside a debugging guard: every autograd "
+                       f"node keeps its forward's stack trace and steps run several times slower")
+            yield self.diagnostic(ctx, call, message)
+
+
+ANOMALY_SWITCHES = frozenset({"set_detect_anomaly", "detect_anomaly"})
+
+
+def _is_anomaly_switch(qual: str) -> bool:
+    return qual.startswith("torch") and qual.rsplit(".", 1)[-1] in ANOMALY_SWITCHES
 
 
 def _anomaly_call(call: ast.Call, imports) -> Optional[str]:
     qual = imports.qualname(call.func) or ""
-    if not qual.startswith("torch"):
+    if not _is_anomaly_switch(qual):
         return None
-    short = qual.rsplit(".", 1)[-1]
-    if short == "set_detect_anomaly":
-        return "set"
-    if short == "detect_anomaly":
-        return "context"
-    return None
+    return "set" if qual.endswith("set_detect_anomaly") else "context"
 
 
 def _switches_on(call: ast.Call) -> bool:
