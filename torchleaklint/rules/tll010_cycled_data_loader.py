@@ -51,8 +51,8 @@ class CycledDataLoader(Rule):
     ```
 
     ## Fix safety
-    When the argument is a local name bound to a `DataLoader(...)` (a re-iterable
-    object), the fix replaces `cycle(loader)` with
+    When the argument is a local name whose every binding reaching the call is a
+    `DataLoader(...)` (a re-iterable object), the fix replaces `cycle(loader)` with
     `(batch for epoch in itertools.repeat(loader) for batch in epoch)`, importing
     `itertools` when needed. It is **unsafe**: each pass now iterates the loader again, so a shuffling
     loader yields a new order and workers restart every epoch. No fix is offered when the
@@ -145,9 +145,12 @@ def _loader_evidence(ctx, scope, stmt, arg) -> Optional[Tuple[str, bool]]:
     key = dotted(inner)
     if key is None:
         return None
-    for d in ctx.analysis.flow.reaching(scope, key, stmt):
-        if d.kind == "assign" and d.index is None and _is_dataloader_call(ctx, d.value):
-            return f"`{key}` is a `DataLoader` (line {d.stmt.lineno})", inner is arg and isinstance(arg, ast.Name)
+    reaching = ctx.analysis.flow.reaching(scope, key, stmt)
+    loaders = [d for d in reaching if d.kind == "assign" and d.index is None and _is_dataloader_call(ctx, d.value)]
+    if loaders:
+        # Re-iterable for sure only when every binding that reaches the call is a DataLoader(...).
+        fixable = inner is arg and isinstance(arg, ast.Name) and len(loaders) == len(reaching)
+        return f"`{key}` is a `DataLoader` (line {loaders[0].stmt.lineno})", fixable
     if is_loader_name(inner):
         return f"`{key}` is named as a loader", False
     return None
