@@ -9,7 +9,7 @@ import pytest
 
 from torchleaklint.config import ConfigError, Settings, load_settings
 
-from torchleaklint.rules import ALL_RULES
+from torchleaklint.rules import ALL_RULES, OPT_IN
 
 from .snippets import BOTH_SRC, LINE_RE, NAME_ONLY_SRC
 
@@ -171,14 +171,14 @@ fix-style = "detach"
     assert settings.select == ("TLL0",)
     assert settings.ignore == ("TLL001",)
     assert settings.unsafe_fixes is True
-    assert settings.enabled_codes() == {r.code for r in ALL_RULES} - {"TLL001"}
+    assert settings.enabled_codes() == {r.code for r in ALL_RULES} - {"TLL001"} - OPT_IN
     assert settings.options_for("TLL001")["fix-style"] == "detach"
     assert settings.options_for("TLL002")["fix-style"] != "detach"
     assert "generated" in settings.extend_exclude
 
 
 def test_load_settings_defaults(tmp_path):
-    every = {r.code for r in ALL_RULES}
+    every = {r.code for r in ALL_RULES} - OPT_IN  # opt-in rules need their full code
     assert load_settings(None).enabled_codes() == every
     assert load_settings(pyproject(tmp_path, "")).enabled_codes() == every
     assert Settings().unsafe_fixes is False

@@ -268,12 +268,14 @@ def _check_stdin(name: str, resolver, fix: bool, diff: bool, output_format: str,
 @main.command()
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 def rules(output_format: str) -> None:
-    """List every rule with its fix availability."""
+    """List every rule with its fix availability and whether it is on by default (opt-in
+    rules run only when selected by their full code)."""
     if output_format == "json":
         import json
 
         click.echo(json.dumps([
-            {"code": r.code, "name": r.name, "summary": r.summary, "fix": r.fix_availability}
+            {"code": r.code, "name": r.name, "summary": r.summary, "fix": r.fix_availability,
+             "default": r.code not in registry.OPT_IN}
             for r in registry.ALL_RULES
         ], indent=2))
         return
@@ -286,12 +288,13 @@ def rules(output_format: str) -> None:
     from rich.table import Table
 
     table = Table(title=None)
-    table.add_column("Code")
-    table.add_column("Name")
+    table.add_column("Code", no_wrap=True)
+    table.add_column("Name", no_wrap=True)
     table.add_column("Fix")
     table.add_column("Summary")
     for rule in registry.ALL_RULES:
-        table.add_row(rule.code, rule.name, rule.fix_availability, rule.summary)
+        summary = f"{rule.summary} (opt-in)" if rule.code in registry.OPT_IN else rule.summary
+        table.add_row(rule.code, rule.name, rule.fix_availability, summary)
     console.print(table)
 
 

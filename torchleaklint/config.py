@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, Optional, Set, Tuple
 
 from . import rules as registry
-from .rules import PARSE_ERROR, RULE_CODES, UNUSED_NOQA
+from .rules import OPT_IN, PARSE_ERROR, RULE_CODES, UNUSED_NOQA
 
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "build", "dist",
                    "__pycache__", "site-packages", "node_modules", ".mypy_cache", ".pytest_cache",
@@ -59,7 +59,7 @@ class Settings:
         for selector in self.select + self.extend_select:
             codes |= expand_selector(selector)
         for selector in self.ignore:
-            codes -= expand_selector(selector)
+            codes -= expand_selector(selector, opt_in=True)
         return codes
 
     def options_for(self, code: str) -> Dict[str, object]:
@@ -81,11 +81,13 @@ def all_codes() -> Set[str]:
     return set(RULE_CODES)
 
 
-def expand_selector(selector: str) -> Set[str]:
-    """``ALL``, a full code, or a code prefix like ``TLL0``; unknown selectors are errors."""
+def expand_selector(selector: str, opt_in: bool = False) -> Set[str]:
+    """``ALL``, a full code, or a code prefix like ``TLL0``; unknown selectors are errors.
+    ``ALL`` and prefixes leave out the opt-in rules (``rules.OPT_IN``) unless ``opt_in``
+    (what an ignore list means: silencing ``TLL0`` silences every rule under it)."""
     sel = selector.strip().upper()
     if sel == "ALL":
-        return all_codes()
+        return all_codes() if opt_in else all_codes() - OPT_IN
     if sel == PARSE_ERROR:
         return set()
     if len(sel) > 3 and UNUSED_NOQA.startswith(sel) and sel.startswith("TLL1"):
@@ -94,7 +96,7 @@ def expand_selector(selector: str) -> Set[str]:
     matched = {code for code in all_codes() if code.startswith(sel)}
     if not sel or not matched:
         raise ConfigError(f"unknown rule selector '{selector}' (see `torchleaklint rules`)")
-    return matched
+    return matched if opt_in or sel in matched else matched - OPT_IN  # opt-in rules: by their full code only
 
 
 def parse_selectors(values: Iterable[str]) -> Tuple[str, ...]:

@@ -314,7 +314,7 @@ class LintSession:
         for glob, selectors in self.settings.per_file_ignores.items():
             if fnmatch(rel, glob) or fnmatch(rel_config, glob) or fnmatch(os.path.basename(path), glob):
                 for sel in selectors:
-                    out |= expand_selector(sel)
+                    out |= expand_selector(sel, opt_in=True)
         return out
 
     def set_text(self, path: str, text: str) -> None:

@@ -26,10 +26,14 @@ from ..rules.tll004_unbounded_history import ML_ROOTS
 MATPLOTLIB = "matplotlib"
 DEEPCOPY = "deepcopy"
 RETAIN_GRAPH = "retain_graph"
+ITERTOOLS = "itertools"  # TLL010: ``itertools.cycle`` is reached only through an import of it
+HOOK = "_hook"  # TLL013: every module-hook registration's name
+DETECT_ANOMALY = "detect_anomaly"  # TLL014: ``set_detect_anomaly`` / ``detect_anomaly``
 
-BACKWARD = "backward"
+BACKWARD = "backward"  # TLL001/TLL002 in helper modules that import nothing but backpropagate
 
-WORDS: FrozenSet[str] = frozenset(TORCH_ROOTS | ML_ROOTS | {MATPLOTLIB, DEEPCOPY, RETAIN_GRAPH, BACKWARD})
+WORDS: FrozenSet[str] = frozenset(TORCH_ROOTS | ML_ROOTS | {MATPLOTLIB, DEEPCOPY, RETAIN_GRAPH, BACKWARD, ITERTOOLS,
+                                                            HOOK, DETECT_ANOMALY})
 
 # For each rule: every group must have one word present (an AND of ORs).
 _TORCH = frozenset(TORCH_ROOTS)
@@ -44,6 +48,11 @@ RULE_TRIGGERS: Dict[str, tuple] = {
     "TLL007": (_TORCH,),
     "TLL008": (_TORCH, frozenset({RETAIN_GRAPH})),
     "TLL009": (_TORCH,),
+    "TLL010": (frozenset({ITERTOOLS}),),
+    "TLL011": (frozenset({"torch"}),),  # a base resolving to torch.autograd.Function
+    "TLL012": (frozenset({"torch"}),),
+    "TLL013": (_TORCH, frozenset({HOOK})),
+    "TLL014": (frozenset({DETECT_ANOMALY}),),
 }
 # TLL005 also fires on a call of a project helper that returns a figure; see FigureHelpers.
 FIGURE_RULE = "TLL005"

@@ -61,7 +61,11 @@ def _toml(value) -> str:
 def render_rule_list(rules) -> str:
     """``torchleaklint rules`` outside a terminal: aligned columns, never cut to a width
     (a pipe has none), so that ``rules | grep`` sees whole names and summaries."""
-    rows = [("Code", "Name", "Fix", "Summary")] + [(r.code, r.name, r.fix_availability, r.summary) for r in rules]
+    from ..rules import OPT_IN
+
+    rows = [("Code", "Name", "Fix", "Summary")] + [
+        (r.code, r.name, r.fix_availability, f"{r.summary} (opt-in)" if r.code in OPT_IN else r.summary)
+        for r in rules]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     return "".join("  ".join([*(cell.ljust(w) for cell, w in zip(row[:3], widths)), row[3]]).rstrip() + "\n"
                    for row in rows)

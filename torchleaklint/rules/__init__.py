@@ -7,7 +7,7 @@ come from the cache, or a configuration check, needs only the codes.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Type
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Type
 
 from ..lazy import load
 
@@ -25,7 +25,18 @@ REGISTRY: Dict[str, str] = {
     "TLL007": "tll007_graph_carried_across_iterations.GraphCarriedAcrossIterations",
     "TLL008": "tll008_retain_graph_in_loop.RetainGraphInLoop",
     "TLL009": "tll009_eval_forward_with_grad.EvalForwardWithGrad",
+    "TLL010": "tll010_cycled_data_loader.CycledDataLoader",
+    "TLL011": "tll011_output_tensor_on_ctx.OutputTensorOnCtx",
+    "TLL012": "tll012_legacy_autograd_function.LegacyAutogradFunction",
+    "TLL013": "tll013_hook_registered_per_step.HookRegisteredPerStep",
+    "TLL014": "tll014_anomaly_detection_enabled.AnomalyDetectionEnabled",
 }
+
+# Opt-in rules (like ruff's preview rules): not below ``ALL`` or a code prefix, only when
+# selected by their full code (``--extend-select TLL011``). A rule stays here until 20 of
+# its findings on real code have been read and at least 90 % found right
+# (bench/realcode/new_rules_review.md).
+OPT_IN: FrozenSet[str] = frozenset({"TLL010", "TLL011", "TLL013"})
 
 RULE_CODES = tuple(REGISTRY)
 PARSE_ERROR = "TLL000"

@@ -1,0 +1,66 @@
+"""Loops that repeat training or data steps: the loops in which something done once per
+iteration grows with the length of a run. Read by the rules about objects registered or
+built per step (hooks, traces, process groups)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from ..analysis.loops import loop_calls_backward
+from ..analysis.module_index import LOOP_TYPES, contains
+from ..analysis.names import dotted, last_name, words
+
+# The last word of a name that holds a data loader; plurals (``loaders``) name collections.
+LOADER_WORDS = frozenset({"loader", "dataloader", "dl"})
+
+
+def is_loader_name(expr: ast.AST) -> bool:
+    """``train_loader``, ``trainloader``, ``self.val_dataloader``, ``train_dl``."""
+    name = last_name(expr) or ""
+    ws = words(name)
+    return bool(ws) and (ws[-1] in LOADER_WORDS or name.lower().endswith("loader"))
+
+
+def _iterates_loader(loop: ast.AST) -> bool:
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and is_loader_name(n) for n in ast.walk(loop.iter))
+
+
+def _steps_optimizer(loop: ast.AST) -> Optional[ast.Call]:
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
+            receiver = dotted(node.func.value) or ""
+            ws = words(receiver.rsplit(".", 1)[-1])
+            if any(w.startswith("opt") for w in ws) or (ws and ws[-1] in ("scaler", "accelerator")):
+                return node
+    return None
+
+
+def step_evidence(analysis, scope, loop: ast.AST) -> Optional[str]:
+    """Why an iteration of ``loop`` is a training or data step, or None."""
+    backward = loop_calls_backward(analysis, scope, loop)
+    if backward:
+        return f"the loop at line {loop.lineno} runs {backward}"
+    step = _steps_optimizer(loop)
+    if step is not None:
+        return f"the loop at line {loop.lineno} calls `{dotted(step.func) or 'step'}()` at line {step.lineno}"
+    if _iterates_loader(loop):
+        return f"the loop at line {loop.lineno} iterates a data loader"
+    return None
+
+
+def bound_inside(analysis, scope, loop: ast.AST, expr: ast.AST) -> bool:
+    """Does ``expr`` read a name that is (re)bound inside ``loop``, or the loop's own
+    target, so that it may be another object in every iteration?"""
+    for node in ast.walk(expr):
+        key = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if key is None or key == "self":
+            continue
+        for d in scope.defs_of(key):
+            if d.stmt is loop or (contains(loop, d.stmt) and not isinstance(d.stmt, LOOP_TYPES + (ast.arg,))):
+                return True
+            if isinstance(d.stmt, LOOP_TYPES) and contains(loop, d.stmt):
+                return True
+    return False
