@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
-from .module_index import Scope, expr_keys, start_of
+from .module_index import Scope, contains, expr_keys, start_of
 from .names import dotted
 
 FIGURE_MAKERS = frozenset({"matplotlib.pyplot.figure", "matplotlib.pyplot.subplots",
@@ -22,6 +22,7 @@ class FigureSite:
     stmt: ast.AST
     call: ast.Call
     names: List[str]  # names bound to the figure and its axes (empty when unbound)
+    many: bool = False  # a comprehension makes one figure per element (``[plt.subplots() for _ in xs]``)
 
 
 def pyplot_alias(analysis) -> Optional[str]:
@@ -35,6 +36,11 @@ def figure_sites(analysis, scope: Scope) -> Iterator[FigureSite]:
     imports = analysis.index.imports
     for stmt in scope.statements:
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+        many = isinstance(value, (ast.ListComp, ast.GeneratorExp, ast.SetComp))
+        if many:
+            value = value.elt
+            if isinstance(value, ast.Tuple) and value.elts:
+                value = value.elts[0]
         if not isinstance(value, ast.Call) or imports.qualname(value.func) not in FIGURE_MAKERS:
             continue
         if _reuses_named_figure(value, imports.qualname(value.func)):
@@ -47,7 +53,7 @@ def figure_sites(analysis, scope: Scope) -> Iterator[FigureSite]:
                         key = dotted(node)
                         if key:
                             names.append(key)
-        yield FigureSite(stmt, value, names)
+        yield FigureSite(stmt, value, names, many)
 
 
 def returns_figure(analysis, scope: Scope) -> bool:
@@ -64,11 +70,16 @@ def returns_figure(analysis, scope: Scope) -> bool:
     return False
 
 
-def disposal(analysis, scope: Scope, names: List[str], after) -> Optional[str]:
-    """How the figure held by ``names`` is closed, shown or handed off; None if never."""
+def disposal(analysis, scope: Scope, names: List[str], after, many: bool = False) -> Optional[str]:
+    """How the figure held by ``names`` is closed, shown or handed off; None if never.
+
+    A figure made in a loop (or many made by a comprehension) is closed only by a
+    ``plt.close(...)`` that runs once per figure: inside that loop, or ``plt.close("all")``.
+    One ``plt.close(fig)`` after the loop closes the last figure and leaves the others open."""
     imports = analysis.index.imports
     held = set(names)
     begin = start_of(after)
+    made_in = _creating_loop(analysis, after)
     if any("." in name for name in held):
         return "stored on an object"
     for call, stmt in scope.calls:
@@ -77,6 +88,11 @@ def disposal(analysis, scope: Scope, names: List[str], after) -> Optional[str]:
         qual = imports.qualname(call.func) or ""
         args = list(call.args) + [k.value for k in call.keywords]
         if qual == CLOSE:
+            closes_all = any(isinstance(a, ast.Constant) and a.value == "all" for a in args)
+            if many and _in_loop_after(analysis, stmt, after, held):
+                return f"closed one by one at line {call.lineno}"
+            if not (closes_all or (not many and (made_in is None or contains(made_in, call)))):
+                continue
             if not args or any(isinstance(a, ast.Constant) for a in args) or held & set().union(*map(expr_keys, args)):
                 return f"closed at line {call.lineno}"
         if qual == SHOW:
@@ -137,6 +153,39 @@ def _finished_with(analysis, scope: Scope, begin) -> bool:
         if name in FINISHING_CALLS:
             return True
     return False
+
+
+def closed_after_loop(analysis, scope: Scope, site: FigureSite) -> Optional[int]:
+    """Line of a ``plt.close(fig)``/``plt.close()`` after the loop (or comprehension) that
+    makes the figures: it closes only the last one."""
+    made_in = _creating_loop(analysis, site.stmt)
+    if made_in is None and not site.many:
+        return None
+    imports = analysis.index.imports
+    held = set(site.names)
+    for call, stmt in scope.calls:
+        if start_of(call) <= start_of(site.stmt) or (imports.qualname(call.func) or "") != CLOSE:
+            continue
+        if made_in is not None and contains(made_in, call):
+            continue
+        args = list(call.args) + [k.value for k in call.keywords]
+        if not args or held & set().union(*map(expr_keys, args)):
+            return call.lineno
+    return None
+
+
+def _creating_loop(analysis, stmt):
+    """The innermost loop of the function around ``stmt``, or None."""
+    ctx = analysis.index.ctx(stmt)
+    return ctx.loops[-1] if ctx is not None and ctx.loops else None
+
+
+def _in_loop_after(analysis, stmt, after, held) -> bool:
+    """Does ``stmt`` sit in a loop, after ``after``, over the figures held in ``held``
+    (``for fig, _ in figs: plt.close(fig)``)?"""
+    ctx = analysis.index.ctx(stmt)
+    return ctx is not None and any(start_of(loop) > start_of(after) and isinstance(loop, (ast.For, ast.AsyncFor))
+                                   and held & expr_keys(loop.iter) for loop in ctx.loops)
 
 
 def early_exit(analysis, scope: Scope, site: FigureSite, disposed: Optional[str]) -> Optional[int]:
@@ -207,8 +256,8 @@ def run_once(analysis, scope: Scope) -> Optional[str]:
         if caller_analysis is None:
             return None
         top = caller_analysis.index.module_scope
-        if caller != top.qualname:
-            return None  # called from a function, which may itself run many times
+        if caller != top.qualname or any(s.is_function and s.qualname == caller for s in caller_analysis.index.scopes):
+            return None  # called from a function (``train`` in ``train.py``), which may itself run many times
         for call, stmt in top.calls:
             name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
             if name != scope.name:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ..analysis.figures import (LEFT_FOR_CALLER, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
+from ..analysis.figures import (LEFT_FOR_CALLER, closed_after_loop, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
                                 pyplot_alias, returns_figure, run_once)
 from ..analysis.module_index import enclosing_block, expr_keys
 from ..analysis.summaries import summary_for
@@ -112,15 +112,29 @@ def plot(values, path):
                         continue  # one figure in a script is not a leak
                     if not (sctx and sctx.loops) and run_once(analysis, scope):
                         continue  # nor is one made by a function the script calls once
-                    disposed = disposal(analysis, scope, site.names, site.stmt) or closed_by_callers(analysis, scope)
+                    disposed = disposal(analysis, scope, site.names, site.stmt, site.many) \
+                        or closed_by_callers(analysis, scope)
                     leaky_exit = early_exit(analysis, scope, site, disposed)
                     if disposed is not None and leaky_exit is None:
                         continue
-                    where = "in a loop" if sctx and sctx.loops else f"in `{scope.name}`"
-                    message = (f"figure created {where} is never closed; pyplot keeps every open figure alive "
-                               f"until `plt.close()`")
+                    in_loop = bool(sctx and sctx.loops)
+                    what = "figures created by a comprehension" if site.many else "figure created"
+                    where = "in a loop" if in_loop else f"in `{scope.name}`"
+                    rate = "per iteration" if in_loop else "per call"
+                    if site.many:
+                        rate = "per element, " + rate
+                    growth = (f"pyplot keeps one more figure {rate} alive (canvas and artists, commonly 1-100 MB; "
+                              f"every one until `plt.close()`)")
+                    message = f"{what} {where} {'are' if site.many else 'is'} never closed; {growth}"
                     notes = [f"figure: `{ast.unparse(site.call.func)}()` at line {site.call.lineno}"]
-                    fix = self._fix(ctx, scope, site, plt)
+                    fix = None if site.many else self._fix(ctx, scope, site, plt)
+                    last_only = closed_after_loop(analysis, scope, site)
+                    if last_only is not None:
+                        message = (f"{what} {where} {'are' if site.many else 'is'} closed only once, after the "
+                                   f"{'comprehension' if site.many else 'loop'} (line {last_only}), which closes the "
+                                   f"last figure; {growth}")
+                        notes.append(f"close: line {last_only}, outside the loop that makes the figures")
+                        fix = None
                     if leaky_exit is not None:
                         message = (f"figure created {where} is not closed on the path that returns at line "
                                    f"{leaky_exit}; pyplot keeps every open figure alive until `plt.close()`")
