@@ -8,6 +8,8 @@ from typing import Optional
 from ..analysis.module_index import enclosing_block
 from ..analysis.lifetimes import outlives_iteration
 from ..analysis.names import dotted, words
+from ..analysis.state_copies import (copied_again_by_callee, flattened_copy, per_round_working_set, product_of_call,
+                                     template_loop)
 from ..analysis.stores import all_stores
 from ..diagnostics import SAFE, UNSAFE, Edit, Fix
 from .base import Invalid, Rule, RuleContext
@@ -18,9 +20,15 @@ class RedundantStateCopy(Rule):
     ## What it does
     Finds `copy.deepcopy(...)` of a state dict or module where the copy is wasted or piles
     up: passed straight into `load_state_dict(...)` (directly or through a name used only
-    there), or stored per iteration into a container that outlives the loop. The single
+    there); a state dict copied only as a key template, whose every entry the loop right
+    after replaces before reading it (`for k in w: w[k] = 0.0`); a copy passed to a project
+    function that deep-copies that argument again and uses it no other way; a module copied
+    only to flatten its parameters (`parameters_to_vector(deepcopy(m).parameters())`); or a
+    copy stored per iteration into a container that outlives the loop. The single
     best-model snapshot (`best = copy.deepcopy(model.state_dict())`) is the recommended
-    idiom and stays quiet.
+    idiom and stays quiet, and so are snapshots that are the function's product (a local
+    list or dict of copies that it returns) and one round's working set (a list re-created
+    in each iteration of an enclosing loop and kept by nothing else).
 
     ## Why is this bad
     `load_state_dict` copies every tensor into the module's own parameters, so a deep copy
@@ -42,10 +50,14 @@ class RedundantStateCopy(Rule):
     Dropping a deep copy that only feeds `load_state_dict` is **safe**: the copy is never
     seen by anything else. For accumulated state-dict copies the fix keeps a detached CPU
     copy (`{k: v.detach().to("cpu", copy=True) for k, v in sd.items()}`): **unsafe**, since
-    the copies change device. Accumulated module copies get no fix.
+    the copies change device. Accumulated module copies get no fix. A key-template copy
+    becomes a shallow `dict(...)` (**unsafe**: the dict loses the state dict's metadata); a
+    copy the callee makes again is dropped (**unsafe**: later arguments could change the
+    original before the callee copies it). Flattened copies get no fix.
 
     ## Memory impact
-    A full copy of the weights per call (wasted copies) or per iteration (accumulated ones).
+    A full copy of the weights per call (wasted copies: peak memory doubles on every call)
+    or per iteration (accumulated ones: 1M iterations keep 1M copies).
     """
 
     code = "TLL003"
@@ -91,6 +103,11 @@ def clone(self):
                 if imports.qualname(call.func) != "copy.deepcopy" or len(call.args) != 1:
                     continue
                 what = self._copied(analysis, scope, stmt, call.args[0])
+                wasted = self._wasted(analysis, scope, stmt, call, what)
+                if wasted is not None:
+                    message, fix, note = wasted
+                    yield self.diagnostic(ctx, call, message, fix(ctx) if fix else None, [note])
+                    continue
                 if what is None:
                     continue
                 loaded = self._only_loaded(scope, stmt, call)
@@ -108,18 +125,53 @@ def clone(self):
                         continue  # a fixed slot is overwritten, not accumulated
                     own = [d for d in scope.defs_of(site.container) if d.kind == "aug"]
                     escape = outlives_iteration(analysis, scope, stmt, site.container, own_defs=own)
-                    if escape is None:
-                        continue
+                    if escape is None or product_of_call(scope, site.container) \
+                            or per_round_working_set(analysis, scope, stmt, site.container):
+                        continue  # snapshots the caller reads, or one round's working set
                     fix = None
                     if what == "a state dict":
                         arg = ctx.text_of(call.args[0])
                         fix = Fix(UNSAFE, "Keep a detached CPU copy instead",
                                   (Edit(ctx.start(call), ctx.end(call),
                                         f'{{k: v.detach().to("cpu", copy=True) for k, v in {arg}.items()}}'),))
-                    message = (f"deep copy of {what} is stored in `{site.container}` on every "
-                               f"{'iteration' if escape.loop is not None else 'call'}; the copies pile up")
+                    every = "iteration" if escape.loop is not None else "call"
+                    message = (f"deep copy of {what} is stored in `{site.container}` on every {every}; the copies "
+                               f"pile up: one more full copy of the weights per {every}, never released")
                     yield self.diagnostic(ctx, call, message, fix, [f"lifetime: {escape.text}"])
                     break
+
+    @staticmethod
+    def _wasted(analysis, scope, stmt, call, what):
+        """(message, fix maker or None, note) for a copy whose tensors nobody reads."""
+        source = ast.unparse(call.args[0])
+        if what == "a state dict":
+            loop = template_loop(scope, stmt, call)
+            if loop is not None:
+                def fix(ctx):
+                    return Fix(UNSAFE, "Copy the dict, not its tensors: every entry is replaced anyway",
+                               (Edit(ctx.start(call.func), ctx.end(call.func), "dict"),))
+                return (f"deep copy of {what} whose every entry the loop at line {loop} replaces before reading it: "
+                        f"a full copy of the weights is made and dropped on every call",
+                        fix, f"template: `for` at line {loop} rebinds every key")
+        for outer, _ in scope.calls:
+            if call in outer.args:
+                again = copied_again_by_callee(analysis, scope, stmt, call, outer)
+                if again is not None:
+                    def fix(ctx):
+                        # Unsafe: arguments evaluated after the copy could change the original first.
+                        return Fix(UNSAFE, "Pass the original: the callee copies it itself",
+                                   (Edit(ctx.start(call), ctx.end(call), ctx.text_of(call.args[0])),))
+                    return (f"deep copy of {what or f'`{source}`'} is passed to `{ast.unparse(outer.func)}()`, "
+                            f"which deep-copies it again and reads only its own copy: one full copy "
+                            f"{'of the weights ' if what else ''}wasted per call",
+                            fix, f"callee: {again}")
+        if what in ("a module", None):
+            flat = flattened_copy(analysis, call, scope)
+            if flat is not None:
+                return (f"deep copy of `{source}` (a module) is made only to read its parameters into a new vector "
+                        f"({flat}): one full copy of the module, with its buffers and gradients, wasted per call",
+                        None, f"flattened: {flat}")
+        return None
 
     @staticmethod
     def _copied(analysis, scope, stmt, arg) -> Optional[str]:
