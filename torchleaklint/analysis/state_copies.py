@@ -5,6 +5,7 @@ product rather than a pile: the facts behind TLL003.
   entry (``for k in w: w[k] = ...``) before reading one, so the copied tensors are dropped;
 - a copy *the callee makes again*: ``f(copy.deepcopy(m))`` where ``f`` only ever reads its
   parameter as ``copy.deepcopy(param)``;
+- a copy of a *dead source*: this iteration's own fresh object, copied and never used again;
 - a copy made only to be flattened: ``parameters_to_vector(copy.deepcopy(m).parameters())``,
   which builds a new tensor from the parameters anyway;
 - a *product*: a local list of snapshots the function returns (its caller reads them), or a
@@ -16,7 +17,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .module_index import Scope, contains, enclosing_block
+from .module_index import Scope, contains, enclosing_block, start_of
 from .names import dotted
 
 DEEPCOPY = "copy.deepcopy"
@@ -192,3 +193,43 @@ def _iterates_keys_of(expr, name: str) -> bool:
 def _mentions(expr, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(expr))
 
+
+
+def dead_source(analysis, scope: Scope, stmt, call: ast.Call) -> Optional[str]:
+    """``self.model = copy.deepcopy(adapted)`` where ``adapted`` is this iteration's own
+    fresh object (itself a deep copy or a construction made earlier in the same loop body),
+    handed to nothing bare, and never read again after the copy: binding it would do, the
+    copy only doubles the model for a moment every iteration."""
+    source = call.args[0]
+    ctx = analysis.index.ctx(stmt)
+    if not (isinstance(source, ast.Name) and ctx is not None and ctx.loops and scope.is_function):
+        return None
+    loop = ctx.loops[-1]
+    name = source.id
+    defs = analysis.flow.reaching(scope, name, stmt)
+    if not defs or any(d.kind != "assign" or not contains(loop, d.stmt) or not _fresh(analysis, scope, d.value)
+                       for d in defs):
+        return None
+    if len(scope.defs_of(name)) != len(defs):
+        return None  # bound elsewhere too: it may be read before this iteration rebinds it
+    parents = {}
+    for parent in ast.walk(scope.node):
+        for child in ast.iter_child_nodes(parent):
+            parents[child] = parent
+    for node in ast.walk(scope.node):
+        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)) or node is source:
+            continue
+        if start_of(node) > start_of(stmt):
+            return None  # read after the copy: the original is still used
+        parent = parents.get(node)
+        if not (isinstance(parent, ast.Attribute) or (isinstance(parent, ast.Call) and parent.func is node)):
+            return None  # handed on bare: someone else may hold and change it
+    return f"`{name}` is made fresh in this iteration (line {defs[0].stmt.lineno}) and not used after the copy"
+
+
+def _fresh(analysis, scope: Scope, value) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    if analysis.index.imports.qualname(value.func) == DEEPCOPY:
+        return True
+    return analysis.graph.kinds.resolve_class(value.func, scope) is not None

@@ -8,8 +8,8 @@ from typing import Optional
 from ..analysis.module_index import enclosing_block
 from ..analysis.lifetimes import outlives_iteration
 from ..analysis.names import dotted, words
-from ..analysis.state_copies import (copied_again_by_callee, flattened_copy, per_round_working_set, product_of_call,
-                                     template_loop)
+from ..analysis.state_copies import (copied_again_by_callee, dead_source, flattened_copy, per_round_working_set,
+                                     product_of_call, template_loop)
 from ..analysis.stores import all_stores
 from ..diagnostics import SAFE, UNSAFE, Edit, Fix
 from .base import Invalid, Rule, RuleContext
@@ -165,6 +165,11 @@ def clone(self):
                             f"which deep-copies it again and reads only its own copy: one full copy "
                             f"{'of the weights ' if what else ''}wasted per call",
                             fix, f"callee: {again}")
+        dead = dead_source(analysis, scope, stmt, call)
+        if dead is not None:
+            return (f"deep copy of {what or f'`{source}`'} whose original is not used after it: binding "
+                    f"`{source}` would do, the copy doubles its memory on every iteration for nothing",
+                    None, f"source: {dead}")
         if what in ("a module", None):
             flat = flattened_copy(analysis, call, scope)
             if flat is not None:
