@@ -249,13 +249,18 @@ def run_once(analysis, scope: Scope) -> Optional[str]:
     if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
         return None
     sites = project.call_sites(scope.name)
-    if not sites or len(sites) > 4:
+    if not sites or len(sites) > 8:
         return None
+    own = 0
     for module, caller, _ in sites:
         caller_analysis = project.analysis(module)
         if caller_analysis is None:
             return None
         top = caller_analysis.index.module_scope
+        if caller_analysis is not analysis and any(s.parent is top and s.is_function and s.name == scope.name
+                                                   for s in caller_analysis.index.scopes):
+            continue  # another script's function of the same name: its calls are its own
+        own += 1
         if caller != top.qualname or any(s.is_function and s.qualname == caller for s in caller_analysis.index.scopes):
             return None  # called from a function (``train`` in ``train.py``), which may itself run many times
         for call, stmt in top.calls:
@@ -265,4 +270,6 @@ def run_once(analysis, scope: Scope) -> Optional[str]:
             ctx = caller_analysis.index.ctx(stmt)
             if ctx is None or ctx.loops:
                 return None
+    if not own or own > 4:
+        return None
     return f"`{scope.name}` is only called once, at module level"
