@@ -43,7 +43,7 @@ class UnboundedHistory(Rule):
     (`self.stats = defaultdict(list)`, grown by `self.stats[key].append((t, v))`), when
     every read is a tail (`xs[-n:]`, `xs[-1]`): the entries older than the window are never
     read again.
-    Reported on the list's creation; for a dict of lists, on the append.
+    Reported on the list's creation; when the proof is the tail reads, on the append.
 
     ## Why is this bad
     Histories of rewards, actions and losses look tiny per step but a training run makes
@@ -195,7 +195,8 @@ class Agent:
             if window is not None:
                 message += f", though {window}"
                 notes.append(f"reads: {window}")
-            yield self.diagnostic(ctx, stmt if nested else creation.stmt, message, fix, notes)
+            # Proven by the tail reads, the growth is shown where it happens: the append.
+            yield self.diagnostic(ctx, stmt if window is not None else creation.stmt, message, fix, notes)
 
     @staticmethod
     def _per_step_appender(key, scopes, nested=False, any_method=False):
