@@ -19,6 +19,7 @@ from typing import Optional
 
 from .module_index import Scope, contains, enclosing_block, start_of
 from .names import dotted
+from .parents import parent_map
 
 DEEPCOPY = "copy.deepcopy"
 GROWING_CALLS = frozenset({"append", "extend", "insert", "add", "appendleft"})
@@ -76,10 +77,7 @@ def copied_again_by_callee(analysis, scope: Scope, stmt, call: ast.Call, outer: 
     param = params[position]
     imports = summary.analysis.index.imports
     copies, other = 0, 0
-    parents = {}
-    for parent in ast.walk(node):
-        for child in ast.iter_child_nodes(parent):
-            parents[child] = parent
+    parents = parent_map(node)
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and n.id == param:
             if isinstance(n.ctx, ast.Store):
@@ -212,10 +210,7 @@ def dead_source(analysis, scope: Scope, stmt, call: ast.Call) -> Optional[str]:
         return None
     if len(scope.defs_of(name)) != len(defs):
         return None  # bound elsewhere too: it may be read before this iteration rebinds it
-    parents = {}
-    for parent in ast.walk(scope.node):
-        for child in ast.iter_child_nodes(parent):
-            parents[child] = parent
+    parents = parent_map(scope.node)
     for node in ast.walk(scope.node):
         if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)) or node is source:
             continue
@@ -233,3 +228,30 @@ def _fresh(analysis, scope: Scope, value) -> bool:
     if analysis.index.imports.qualname(value.func) == DEEPCOPY:
         return True
     return analysis.graph.kinds.resolve_class(value.func, scope) is not None
+
+
+def returns_copies(analysis, scope: Scope) -> bool:
+    """Does the function return a list it fills with deep copies (``models.append(deepcopy(m))``)?"""
+    from .stores import store_in_stmt
+
+    imports = analysis.index.imports
+    returned = {expr.id for expr in scope.returns if isinstance(expr, ast.Name)}
+    for stmt in scope.statements:
+        for site in store_in_stmt(stmt):
+            if site.container in returned and site.how != "setitem" and isinstance(site.value, ast.Call) \
+                    and imports.qualname(site.value.func) == DEEPCOPY:
+                return True
+    return False
+
+
+def never_read(scope: Scope, container: str) -> bool:
+    """Is the local container only ever grown (``xs += ...``, ``xs.append(...)``), never read?"""
+    if "." in container:
+        return False
+    parents = parent_map(scope.node)
+    for node in ast.walk(scope.node):
+        if isinstance(node, ast.Name) and node.id == container and isinstance(node.ctx, ast.Load):
+            parent = parents.get(node)
+            if not (isinstance(parent, ast.Attribute) and parent.attr in GROWING_CALLS):
+                return False
+    return True

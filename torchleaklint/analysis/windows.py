@@ -11,6 +11,7 @@ import ast
 from typing import Dict, Optional
 
 from .names import dotted
+from .parents import parent_map
 
 GROWING = frozenset({"append", "extend", "insert", "appendleft"})
 KEY_VIEWS = frozenset({"keys", "__contains__", "get"})
@@ -23,7 +24,7 @@ def tail_window_only(tree: ast.AST, key: str, nested: bool = False) -> Optional[
 
     ``nested``: ``key`` is a dict of lists, and the tails are taken of its items."""
     attr = key.rsplit(".", 1)[-1]
-    parents = _parents(tree)
+    parents = parent_map(tree)
     tails = []
     for node in ast.walk(tree):
         if not (isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load) and _same(node, key, attr)):
@@ -89,11 +90,3 @@ def _same(node, key: str, attr: str) -> bool:
     if path is None:
         return False
     return path == key or ("." in key and isinstance(node, ast.Attribute) and node.attr == attr)
-
-
-def _parents(tree) -> Dict[ast.AST, ast.AST]:
-    out = {}
-    for parent in ast.walk(tree):
-        for child in ast.iter_child_nodes(parent):
-            out[child] = parent
-    return out

@@ -8,8 +8,9 @@ from typing import Optional
 from ..analysis.module_index import enclosing_block
 from ..analysis.lifetimes import outlives_iteration
 from ..analysis.names import dotted, words
-from ..analysis.state_copies import (copied_again_by_callee, dead_source, flattened_copy, per_round_working_set,
-                                     product_of_call, template_loop)
+from ..analysis.state_copies import (copied_again_by_callee, dead_source, flattened_copy, never_read,
+                                     per_round_working_set, product_of_call, returns_copies, template_loop)
+from ..analysis.summaries import summary_for
 from ..analysis.stores import all_stores
 from ..diagnostics import SAFE, UNSAFE, Edit, Fix
 from .base import Invalid, Rule, RuleContext
@@ -24,7 +25,10 @@ class RedundantStateCopy(Rule):
     after replaces before reading it (`for k in w: w[k] = 0.0`); a copy passed to a project
     function that deep-copies that argument again and uses it no other way; a module copied
     only to flatten its parameters (`parameters_to_vector(deepcopy(m).parameters())`); or a
-    copy stored per iteration into a container that outlives the loop. The single
+    copy stored per iteration into a container that outlives the loop; a copy of this
+    iteration's own fresh object that is not used after the copy (binding it would do); the
+    deep copies a project function returns, gathered every iteration into a local list
+    that nothing reads (`all_models += train_round(...)`). The single
     best-model snapshot (`best = copy.deepcopy(model.state_dict())`) is the recommended
     idiom and stays quiet, and so are snapshots that are the function's product (a local
     list or dict of copies that it returns) and one round's working set (a list re-created
@@ -99,6 +103,7 @@ def clone(self):
         imports = analysis.index.imports
         for scope in analysis.index.scopes:
             stores = all_stores(analysis, scope)
+            yield from self._gathered_copies(ctx, scope, stores)
             for call, stmt in scope.calls:
                 if imports.qualname(call.func) != "copy.deepcopy" or len(call.args) != 1:
                     continue
@@ -139,6 +144,40 @@ def clone(self):
                                f"pile up: one more full copy of the weights per {every}, never released")
                     yield self.diagnostic(ctx, call, message, fix, [f"lifetime: {escape.text}"])
                     break
+
+    def _gathered_copies(self, ctx, scope, stores):
+        """``all_models += train_round(...)``: the copies a project function returns, gathered
+        every iteration into a local that nothing reads."""
+        analysis = ctx.analysis
+        project = analysis.project
+        if project is None:
+            return
+        gathered = [(site.stmt, site.container, site.value) for site in stores if site.how in ("append", "extend")]
+        gathered += [(stmt, stmt.target.id, stmt.value) for stmt in scope.statements
+                     if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add)
+                     and isinstance(stmt.target, ast.Name) and isinstance(stmt.value, (ast.Name, ast.Call))]
+        for stmt, container, value in gathered:
+            if not never_read(scope, container):
+                continue
+            if isinstance(value, ast.Name):
+                defs = analysis.flow.reaching(scope, value.id, stmt)
+                value = defs[0].value if len(defs) == 1 and defs[0].kind == "assign" else None
+            if not isinstance(value, ast.Call):
+                continue
+            refs = analysis.graph.kinds.resolve_functions(value.func, scope, stmt)
+            summary = summary_for(project, refs[0]) if len(refs) == 1 else None
+            if summary is None or not returns_copies(summary.analysis, summary.scope):
+                continue
+            own = [d for d in scope.defs_of(container) if d.kind == "aug"]
+            escape = outlives_iteration(analysis, scope, stmt, container, own_defs=own)
+            if escape is None or escape.loop is None:
+                continue
+            message = (f"the deep copies returned by `{ast.unparse(value.func)}()` are gathered into "
+                       f"`{container}` on every iteration and never read: they pile up, a full copy of the "
+                       f"weights each, for the whole loop")
+            yield self.diagnostic(ctx, stmt, message, None,
+                                  [f"copies: `{summary.scope.name}` returns deep copies ({summary.where})",
+                                   f"lifetime: {escape.text}"])
 
     @staticmethod
     def _wasted(analysis, scope, stmt, call, what):
