@@ -241,10 +241,11 @@ def _reuses_named_figure(call: ast.Call, qual: str) -> bool:
                for k in call.keywords)
 
 
-def run_once(analysis, scope: Scope) -> Optional[str]:
-    """Every call of the function in the linted files is a statement at module level
-    outside any loop (``run_comparison(...)`` at the bottom of a script): it makes its
-    figures once per process, which do not accumulate."""
+def run_once(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
+    """Every call of the function in the linted files is a statement outside any loop, at
+    module level (``run_comparison(...)`` at the bottom of a script) or in a top-level
+    function that itself runs once that way (``main()`` under ``if __name__ ...``): it
+    makes its figures once per process, which do not accumulate."""
     project = analysis.project
     if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
         return None
@@ -252,6 +253,7 @@ def run_once(analysis, scope: Scope) -> Optional[str]:
     if not sites or len(sites) > 8:
         return None
     own = 0
+    via = None
     for module, caller, _ in sites:
         caller_analysis = project.analysis(module)
         if caller_analysis is None:
@@ -261,9 +263,15 @@ def run_once(analysis, scope: Scope) -> Optional[str]:
                                                    for s in caller_analysis.index.scopes):
             continue  # another script's function of the same name: its calls are its own
         own += 1
-        if caller != top.qualname or any(s.is_function and s.qualname == caller for s in caller_analysis.index.scopes):
-            return None  # called from a function (``train`` in ``train.py``), which may itself run many times
-        for call, stmt in top.calls:
+        caller_scope = top
+        functions = [s for s in caller_analysis.index.scopes if s.is_function and s.qualname == caller]
+        if caller != top.qualname or functions:
+            # Called from a function (``train`` in ``train.py``): once only if that function runs once.
+            if depth >= 1 or len(functions) != 1 or run_once(caller_analysis, functions[0], depth + 1) is None:
+                return None
+            caller_scope = functions[0]
+            via = caller_scope.name
+        for call, stmt in caller_scope.calls:
             name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
             if name != scope.name:
                 continue
@@ -272,4 +280,6 @@ def run_once(analysis, scope: Scope) -> Optional[str]:
                 return None
     if not own or own > 4:
         return None
+    if via is not None:
+        return f"`{scope.name}` is only called once, from `{via}`, which runs once at module level"
     return f"`{scope.name}` is only called once, at module level"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
+from ..analysis.epochs import runs_per_epoch
 from ..analysis.instance_lifetime import built_per_call, short_lived
 from ..analysis.names import dotted, words
 from ..analysis.stores import store_in_stmt
@@ -43,6 +44,8 @@ class UnboundedHistory(Rule):
     (`self.stats = defaultdict(list)`, grown by `self.stats[key].append((t, v))`), when
     every read is a tail (`xs[-n:]`, `xs[-1]`): the entries older than the window are never
     read again.
+    Not reported for a list appended once per epoch (by a method named for the epoch or
+    registered for an epoch event): the run's epoch count bounds it.
     Reported on the list's creation; when the proof is the tail reads, on the append.
 
     ## Why is this bad
@@ -187,6 +190,8 @@ class Agent:
                 continue
             if _periodic(analysis, stmt) or _setup_only(analysis, scope) or _sibling_len_check(analysis, scope, key):
                 continue
+            if window is None and not analysis.index.ctx(stmt).loops and runs_per_epoch(analysis, scope):
+                continue  # one entry per epoch: bounded by the epoch count the run sets
             fix = None if nested else self._fix(ctx, key, creation)
             grows = f"one of the lists in `{key}`" if nested else f"`{key}`"
             message = (f"{grows} grows by one entry on every `{scope.name}()` call (line {stmt.lineno}) and is never "
