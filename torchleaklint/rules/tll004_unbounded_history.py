@@ -26,6 +26,9 @@ FINALIZER_WORDS = frozenset({"compute", "summarize", "summarise", "finalize",
 ML_ROOTS = frozenset({"torch", "numpy", "gym", "gymnasium", "pytorch_lightning", "lightning",
                       "tensorflow", "jax", "transformers", "stable_baselines3"})
 BOUNDING = frozenset({"clear", "pop", "popleft", "popitem", "remove"})
+# Methods that configure an object (``register_hook``, ``setup_logger``): a few calls per run,
+# whatever else their name says.
+SETUP_WORDS = frozenset({"register", "setup", "build", "configure", "init", "initialize", "install"})
 
 
 class UnboundedHistory(Rule):
@@ -208,7 +211,8 @@ class Agent:
         """The first growth of the list (of one list of the dict, ``nested``) in a method run
         once per step, or in any method (``any_method``)."""
         for scope in scopes:
-            if not any_method and not any(w in PER_STEP_WORDS for w in words(scope.name)):
+            named = set(words(scope.name))
+            if named & SETUP_WORDS or (not any_method and not named & PER_STEP_WORDS):
                 continue
             for stmt in scope.statements:
                 if any(site.container == key and site.how != "setitem" and _grown(site.target, key, nested)
