@@ -174,6 +174,42 @@ def closed_after_loop(analysis, scope: Scope, site: FigureSite) -> Optional[int]
     return None
 
 
+FEW = 10  # a loop over this many fixed items makes a fixed number of figures per call
+
+
+def repeating_loops(analysis, ctx) -> list:
+    """The loops around a statement that repeat without a fixed bound: not those over a
+    short literal (``for name in ("loss", "acc")``) or over a module-level constant built
+    from one (``for fname, info in FILES.items()``), which run a fixed number of times per call."""
+    if ctx is None:
+        return []
+    return [loop for loop in ctx.loops if not _fixed_items(analysis, loop)]
+
+
+def _fixed_items(analysis, loop) -> bool:
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    items = loop.iter
+    if isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and not items.args \
+            and items.func.attr in ("items", "keys", "values"):
+        items = items.func.value
+    if isinstance(items, ast.Name):
+        defs = analysis.index.module_scope.defs_of(items.id)
+        if len(defs) != 1 or defs[0].kind != "assign" or any(items.id in s.defs for s in analysis.index.scopes
+                                                             if s is not analysis.index.module_scope):
+            return False
+        if any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == items.id
+               and n.attr in ("append", "extend", "update", "insert", "setdefault", "add")
+               for n in ast.walk(analysis.index.tree)):
+            return False  # grown somewhere: not fixed
+        items = defs[0].value
+    if isinstance(items, (ast.List, ast.Tuple, ast.Set)):
+        return len(items.elts) <= FEW and not any(isinstance(e, ast.Starred) for e in items.elts)
+    if isinstance(items, ast.Dict):
+        return len(items.keys) <= FEW and None not in items.keys
+    return False
+
+
 def _creating_loop(analysis, stmt):
     """The innermost loop of the function around ``stmt``, or None."""
     ctx = analysis.index.ctx(stmt)
