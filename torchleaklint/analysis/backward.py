@@ -35,7 +35,13 @@ def backward_site(call: ast.Call, imports: ImportMap, stmt: Optional[ast.AST] = 
     receiver = None
     scalar_proof = False
     kind = "backward"
-    if isinstance(func, ast.Attribute) and func.attr in ("backward", "manual_backward"):
+    qual = imports.qualname(func) or ""
+    if qual in ("torch.autograd.backward", "torch.autograd.grad"):
+        # Checked first: ``torch.autograd.backward(t, ...)`` is also an attribute named ``backward``.
+        if call.args:
+            receiver = call.args[0]
+            kind = "grad" if qual.endswith(".grad") else "backward"
+    elif isinstance(func, ast.Attribute) and func.attr in ("backward", "manual_backward"):
         owner = dotted(func.value)
         owner_last = owner.rsplit(".", 1)[-1] if owner else None
         if call.args and (func.attr == "manual_backward" or owner_last in _BACKWARD_ENGINES
@@ -45,11 +51,6 @@ def backward_site(call: ast.Call, imports: ImportMap, stmt: Optional[ast.AST] = 
         elif func.attr == "backward":
             receiver = func.value
             scalar_proof = not call.args and not any(k.arg in ("gradient", "grad_tensors") for k in call.keywords)
-    else:
-        qual = imports.qualname(func) or ""
-        if qual in ("torch.autograd.backward", "torch.autograd.grad") and call.args:
-            receiver = call.args[0]
-            kind = "grad" if qual.endswith(".grad") else "backward"
     if receiver is None:
         return None
     retain = any(

@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
-from .module_index import Scope, expr_keys, start_of
+from .module_index import Scope, contains, expr_keys, start_of
 from .names import dotted
 
 FIGURE_MAKERS = frozenset({"matplotlib.pyplot.figure", "matplotlib.pyplot.subplots",
@@ -22,6 +22,7 @@ class FigureSite:
     stmt: ast.AST
     call: ast.Call
     names: List[str]  # names bound to the figure and its axes (empty when unbound)
+    many: bool = False  # a comprehension makes one figure per element (``[plt.subplots() for _ in xs]``)
 
 
 def pyplot_alias(analysis) -> Optional[str]:
@@ -35,6 +36,11 @@ def figure_sites(analysis, scope: Scope) -> Iterator[FigureSite]:
     imports = analysis.index.imports
     for stmt in scope.statements:
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+        many = isinstance(value, (ast.ListComp, ast.GeneratorExp, ast.SetComp))
+        if many:
+            value = value.elt
+            if isinstance(value, ast.Tuple) and value.elts:
+                value = value.elts[0]
         if not isinstance(value, ast.Call) or imports.qualname(value.func) not in FIGURE_MAKERS:
             continue
         if _reuses_named_figure(value, imports.qualname(value.func)):
@@ -47,7 +53,7 @@ def figure_sites(analysis, scope: Scope) -> Iterator[FigureSite]:
                         key = dotted(node)
                         if key:
                             names.append(key)
-        yield FigureSite(stmt, value, names)
+        yield FigureSite(stmt, value, names, many)
 
 
 def returns_figure(analysis, scope: Scope) -> bool:
@@ -64,11 +70,16 @@ def returns_figure(analysis, scope: Scope) -> bool:
     return False
 
 
-def disposal(analysis, scope: Scope, names: List[str], after) -> Optional[str]:
-    """How the figure held by ``names`` is closed, shown or handed off; None if never."""
+def disposal(analysis, scope: Scope, names: List[str], after, many: bool = False) -> Optional[str]:
+    """How the figure held by ``names`` is closed, shown or handed off; None if never.
+
+    A figure made in a loop (or many made by a comprehension) is closed only by a
+    ``plt.close(...)`` that runs once per figure: inside that loop, or ``plt.close("all")``.
+    One ``plt.close(fig)`` after the loop closes the last figure and leaves the others open."""
     imports = analysis.index.imports
     held = set(names)
     begin = start_of(after)
+    made_in = _creating_loop(analysis, after)
     if any("." in name for name in held):
         return "stored on an object"
     for call, stmt in scope.calls:
@@ -77,6 +88,11 @@ def disposal(analysis, scope: Scope, names: List[str], after) -> Optional[str]:
         qual = imports.qualname(call.func) or ""
         args = list(call.args) + [k.value for k in call.keywords]
         if qual == CLOSE:
+            closes_all = any(isinstance(a, ast.Constant) and a.value == "all" for a in args)
+            if many and _in_loop_after(analysis, stmt, after, held):
+                return f"closed one by one at line {call.lineno}"
+            if not (closes_all or (not many and (made_in is None or contains(made_in, call)))):
+                continue
             if not args or any(isinstance(a, ast.Constant) for a in args) or held & set().union(*map(expr_keys, args)):
                 return f"closed at line {call.lineno}"
         if qual == SHOW:
@@ -139,6 +155,75 @@ def _finished_with(analysis, scope: Scope, begin) -> bool:
     return False
 
 
+def closed_after_loop(analysis, scope: Scope, site: FigureSite) -> Optional[int]:
+    """Line of a ``plt.close(fig)``/``plt.close()`` after the loop (or comprehension) that
+    makes the figures: it closes only the last one."""
+    made_in = _creating_loop(analysis, site.stmt)
+    if made_in is None and not site.many:
+        return None
+    imports = analysis.index.imports
+    held = set(site.names)
+    for call, stmt in scope.calls:
+        if start_of(call) <= start_of(site.stmt) or (imports.qualname(call.func) or "") != CLOSE:
+            continue
+        if made_in is not None and contains(made_in, call):
+            continue
+        args = list(call.args) + [k.value for k in call.keywords]
+        if not args or held & set().union(*map(expr_keys, args)):
+            return call.lineno
+    return None
+
+
+FEW = 10  # a loop over this many fixed items makes a fixed number of figures per call
+
+
+def repeating_loops(analysis, ctx) -> list:
+    """The loops around a statement that repeat without a fixed bound: not those over a
+    short literal (``for name in ("loss", "acc")``) or over a module-level constant built
+    from one (``for fname, info in FILES.items()``), which run a fixed number of times per call."""
+    if ctx is None:
+        return []
+    return [loop for loop in ctx.loops if not _fixed_items(analysis, loop)]
+
+
+def _fixed_items(analysis, loop) -> bool:
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    items = loop.iter
+    if isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and not items.args \
+            and items.func.attr in ("items", "keys", "values"):
+        items = items.func.value
+    if isinstance(items, ast.Name):
+        defs = analysis.index.module_scope.defs_of(items.id)
+        if len(defs) != 1 or defs[0].kind != "assign" or any(items.id in s.defs for s in analysis.index.scopes
+                                                             if s is not analysis.index.module_scope):
+            return False
+        if any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == items.id
+               and n.attr in ("append", "extend", "update", "insert", "setdefault", "add")
+               for n in ast.walk(analysis.index.tree)):
+            return False  # grown somewhere: not fixed
+        items = defs[0].value
+    if isinstance(items, (ast.List, ast.Tuple, ast.Set)):
+        return len(items.elts) <= FEW and not any(isinstance(e, ast.Starred) for e in items.elts)
+    if isinstance(items, ast.Dict):
+        return len(items.keys) <= FEW and None not in items.keys
+    return False
+
+
+def _creating_loop(analysis, stmt):
+    """The innermost loop of the function around ``stmt``, or None."""
+    ctx = analysis.index.ctx(stmt)
+    return ctx.loops[-1] if ctx is not None and ctx.loops else None
+
+
+def _in_loop_after(analysis, stmt, after, held) -> bool:
+    """Does ``stmt`` sit in a loop, after ``after``, over the figures held in ``held``
+    (``for fig, _ in figs: plt.close(fig)``)?"""
+    ctx = analysis.index.ctx(stmt)
+    return ctx is not None and any(start_of(loop) > start_of(after) and isinstance(loop, (ast.For, ast.AsyncFor))
+                                   and held & expr_keys(loop.iter) for loop in ctx.loops)
+
+
 def early_exit(analysis, scope: Scope, site: FigureSite, disposed: Optional[str]) -> Optional[int]:
     """Line of a ``return`` between the figure's creation and its closing that neither
     closes nor returns it (a path that leaks the figure), when the figure is closed later."""
@@ -192,28 +277,45 @@ def _reuses_named_figure(call: ast.Call, qual: str) -> bool:
                for k in call.keywords)
 
 
-def run_once(analysis, scope: Scope) -> Optional[str]:
-    """Every call of the function in the linted files is a statement at module level
-    outside any loop (``run_comparison(...)`` at the bottom of a script): it makes its
-    figures once per process, which do not accumulate."""
+def run_once(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
+    """Every call of the function in the linted files is a statement outside any loop, at
+    module level (``run_comparison(...)`` at the bottom of a script) or in a top-level
+    function that itself runs once that way (``main()`` under ``if __name__ ...``): it
+    makes its figures once per process, which do not accumulate."""
     project = analysis.project
     if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
         return None
     sites = project.call_sites(scope.name)
-    if not sites or len(sites) > 4:
+    if not sites or len(sites) > 8:
         return None
+    own = 0
+    via = None
     for module, caller, _ in sites:
         caller_analysis = project.analysis(module)
         if caller_analysis is None:
             return None
         top = caller_analysis.index.module_scope
-        if caller != top.qualname:
-            return None  # called from a function, which may itself run many times
-        for call, stmt in top.calls:
+        if caller_analysis is not analysis and any(s.parent is top and s.is_function and s.name == scope.name
+                                                   for s in caller_analysis.index.scopes):
+            continue  # another script's function of the same name: its calls are its own
+        own += 1
+        caller_scope = top
+        functions = [s for s in caller_analysis.index.scopes if s.is_function and s.qualname == caller]
+        if caller != top.qualname or functions:
+            # Called from a function (``train`` in ``train.py``): once only if that function runs once.
+            if depth >= 1 or len(functions) != 1 or run_once(caller_analysis, functions[0], depth + 1) is None:
+                return None
+            caller_scope = functions[0]
+            via = caller_scope.name
+        for call, stmt in caller_scope.calls:
             name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
             if name != scope.name:
                 continue
             ctx = caller_analysis.index.ctx(stmt)
             if ctx is None or ctx.loops:
                 return None
+    if not own or own > 4:
+        return None
+    if via is not None:
+        return f"`{scope.name}` is only called once, from `{via}`, which runs once at module level"
     return f"`{scope.name}` is only called once, at module level"

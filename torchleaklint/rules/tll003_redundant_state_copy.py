@@ -8,6 +8,9 @@ from typing import Optional
 from ..analysis.module_index import enclosing_block
 from ..analysis.lifetimes import outlives_iteration
 from ..analysis.names import dotted, words
+from ..analysis.state_copies import (copied_again_by_callee, dead_source, flattened_copy, never_read,
+                                     per_round_working_set, product_of_call, returns_copies, template_loop)
+from ..analysis.summaries import summary_for
 from ..analysis.stores import all_stores
 from ..diagnostics import SAFE, UNSAFE, Edit, Fix
 from .base import Invalid, Rule, RuleContext
@@ -18,9 +21,18 @@ class RedundantStateCopy(Rule):
     ## What it does
     Finds `copy.deepcopy(...)` of a state dict or module where the copy is wasted or piles
     up: passed straight into `load_state_dict(...)` (directly or through a name used only
-    there), or stored per iteration into a container that outlives the loop. The single
+    there); a state dict copied only as a key template, whose every entry the loop right
+    after replaces before reading it (`for k in w: w[k] = 0.0`); a copy passed to a project
+    function that deep-copies that argument again and uses it no other way; a module copied
+    only to flatten its parameters (`parameters_to_vector(deepcopy(m).parameters())`); or a
+    copy stored per iteration into a container that outlives the loop; a copy of this
+    iteration's own fresh object that is not used after the copy (binding it would do); the
+    deep copies a project function returns, gathered every iteration into a local list
+    that nothing reads (`all_models += train_round(...)`). The single
     best-model snapshot (`best = copy.deepcopy(model.state_dict())`) is the recommended
-    idiom and stays quiet.
+    idiom and stays quiet, and so are snapshots that are the function's product (a local
+    list or dict of copies that it returns) and one round's working set (a list re-created
+    in each iteration of an enclosing loop and kept by nothing else).
 
     ## Why is this bad
     `load_state_dict` copies every tensor into the module's own parameters, so a deep copy
@@ -42,10 +54,14 @@ class RedundantStateCopy(Rule):
     Dropping a deep copy that only feeds `load_state_dict` is **safe**: the copy is never
     seen by anything else. For accumulated state-dict copies the fix keeps a detached CPU
     copy (`{k: v.detach().to("cpu", copy=True) for k, v in sd.items()}`): **unsafe**, since
-    the copies change device. Accumulated module copies get no fix.
+    the copies change device. Accumulated module copies get no fix. A key-template copy
+    becomes a shallow `dict(...)` (**unsafe**: the dict loses the state dict's metadata); a
+    copy the callee makes again is dropped (**unsafe**: later arguments could change the
+    original before the callee copies it). Flattened copies get no fix.
 
     ## Memory impact
-    A full copy of the weights per call (wasted copies) or per iteration (accumulated ones).
+    A full copy of the weights per call (wasted copies: peak memory doubles on every call)
+    or per iteration (accumulated ones: 1M iterations keep 1M copies).
     """
 
     code = "TLL003"
@@ -87,10 +103,16 @@ def clone(self):
         imports = analysis.index.imports
         for scope in analysis.index.scopes:
             stores = all_stores(analysis, scope)
+            yield from self._gathered_copies(ctx, scope, stores)
             for call, stmt in scope.calls:
                 if imports.qualname(call.func) != "copy.deepcopy" or len(call.args) != 1:
                     continue
                 what = self._copied(analysis, scope, stmt, call.args[0])
+                wasted = self._wasted(analysis, scope, stmt, call, what)
+                if wasted is not None:
+                    message, fix, note = wasted
+                    yield self.diagnostic(ctx, call, message, fix(ctx) if fix else None, [note])
+                    continue
                 if what is None:
                     continue
                 loaded = self._only_loaded(scope, stmt, call)
@@ -108,18 +130,92 @@ def clone(self):
                         continue  # a fixed slot is overwritten, not accumulated
                     own = [d for d in scope.defs_of(site.container) if d.kind == "aug"]
                     escape = outlives_iteration(analysis, scope, stmt, site.container, own_defs=own)
-                    if escape is None:
-                        continue
+                    if escape is None or product_of_call(scope, site.container) \
+                            or per_round_working_set(analysis, scope, stmt, site.container):
+                        continue  # snapshots the caller reads, or one round's working set
                     fix = None
                     if what == "a state dict":
                         arg = ctx.text_of(call.args[0])
                         fix = Fix(UNSAFE, "Keep a detached CPU copy instead",
                                   (Edit(ctx.start(call), ctx.end(call),
                                         f'{{k: v.detach().to("cpu", copy=True) for k, v in {arg}.items()}}'),))
-                    message = (f"deep copy of {what} is stored in `{site.container}` on every "
-                               f"{'iteration' if escape.loop is not None else 'call'}; the copies pile up")
+                    every = "iteration" if escape.loop is not None else "call"
+                    message = (f"deep copy of {what} is stored in `{site.container}` on every {every}; the copies "
+                               f"pile up: one more full copy of the weights per {every}, never released")
                     yield self.diagnostic(ctx, call, message, fix, [f"lifetime: {escape.text}"])
                     break
+
+    def _gathered_copies(self, ctx, scope, stores):
+        """``all_models += train_round(...)``: the copies a project function returns, gathered
+        every iteration into a local that nothing reads."""
+        analysis = ctx.analysis
+        project = analysis.project
+        if project is None:
+            return
+        gathered = [(site.stmt, site.container, site.value) for site in stores if site.how in ("append", "extend")]
+        gathered += [(stmt, stmt.target.id, stmt.value) for stmt in scope.statements
+                     if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add)
+                     and isinstance(stmt.target, ast.Name) and isinstance(stmt.value, (ast.Name, ast.Call))]
+        for stmt, container, value in gathered:
+            if not never_read(scope, container):
+                continue
+            if isinstance(value, ast.Name):
+                defs = analysis.flow.reaching(scope, value.id, stmt)
+                value = defs[0].value if len(defs) == 1 and defs[0].kind == "assign" else None
+            if not isinstance(value, ast.Call):
+                continue
+            refs = analysis.graph.kinds.resolve_functions(value.func, scope, stmt)
+            summary = summary_for(project, refs[0]) if len(refs) == 1 else None
+            if summary is None or not returns_copies(summary.analysis, summary.scope):
+                continue
+            own = [d for d in scope.defs_of(container) if d.kind == "aug"]
+            escape = outlives_iteration(analysis, scope, stmt, container, own_defs=own)
+            if escape is None or escape.loop is None:
+                continue
+            message = (f"the deep copies returned by `{ast.unparse(value.func)}()` are gathered into "
+                       f"`{container}` on every iteration and never read: they pile up, a full copy of the "
+                       f"weights each, for the whole loop")
+            yield self.diagnostic(ctx, stmt, message, None,
+                                  [f"copies: `{summary.scope.name}` returns deep copies ({summary.where})",
+                                   f"lifetime: {escape.text}"])
+
+    @staticmethod
+    def _wasted(analysis, scope, stmt, call, what):
+        """(message, fix maker or None, note) for a copy whose tensors nobody reads."""
+        source = ast.unparse(call.args[0])
+        if what == "a state dict":
+            loop = template_loop(scope, stmt, call)
+            if loop is not None:
+                def fix(ctx):
+                    return Fix(UNSAFE, "Copy the dict, not its tensors: every entry is replaced anyway",
+                               (Edit(ctx.start(call.func), ctx.end(call.func), "dict"),))
+                return (f"deep copy of {what} whose every entry the loop at line {loop} replaces before reading it: "
+                        f"a full copy of the weights is made and dropped on every call",
+                        fix, f"template: `for` at line {loop} rebinds every key")
+        for outer, _ in scope.calls:
+            if call in outer.args:
+                again = copied_again_by_callee(analysis, scope, stmt, call, outer)
+                if again is not None:
+                    def fix(ctx):
+                        # Unsafe: arguments evaluated after the copy could change the original first.
+                        return Fix(UNSAFE, "Pass the original: the callee copies it itself",
+                                   (Edit(ctx.start(call), ctx.end(call), ctx.text_of(call.args[0])),))
+                    return (f"deep copy of {what or f'`{source}`'} is passed to `{ast.unparse(outer.func)}()`, "
+                            f"which deep-copies it again and reads only its own copy: one full copy "
+                            f"{'of the weights ' if what else ''}wasted per call",
+                            fix, f"callee: {again}")
+        dead = dead_source(analysis, scope, stmt, call)
+        if dead is not None:
+            return (f"deep copy of {what or f'`{source}`'} whose original is not used after it: binding "
+                    f"`{source}` would do, the copy doubles its memory on every iteration for nothing",
+                    None, f"source: {dead}")
+        if what in ("a module", None):
+            flat = flattened_copy(analysis, call, scope)
+            if flat is not None:
+                return (f"deep copy of `{source}` (a module) is made only to read its parameters into a new vector "
+                        f"({flat}): one full copy of the module, with its buffers and gradients, wasted per call",
+                        None, f"flattened: {flat}")
+        return None
 
     @staticmethod
     def _copied(analysis, scope, stmt, arg) -> Optional[str]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
-from ..analysis.module_index import calls_named
+from ..analysis.epochs import runs_per_epoch
+from ..analysis.instance_lifetime import built_per_call, short_lived
 from ..analysis.names import dotted, words
 from ..analysis.stores import store_in_stmt
+from ..analysis.windows import tail_window_only
 from ..diagnostics import UNSAFE, Edit, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import import_edit
@@ -24,6 +26,9 @@ FINALIZER_WORDS = frozenset({"compute", "summarize", "summarise", "finalize",
 ML_ROOTS = frozenset({"torch", "numpy", "gym", "gymnasium", "pytorch_lightning", "lightning",
                       "tensorflow", "jax", "transformers", "stable_baselines3"})
 BOUNDING = frozenset({"clear", "pop", "popleft", "popitem", "remove"})
+# Methods that configure an object (``register_hook``, ``setup_logger``): a few calls per run,
+# whatever else their name says.
+SETUP_WORDS = frozenset({"register", "setup", "build", "configure", "init", "initialize", "install"})
 
 
 class UnboundedHistory(Rule):
@@ -38,7 +43,13 @@ class UnboundedHistory(Rule):
     for a private class whose every instance is built in a function (not a constructor)
     and neither returned nor stored on `self` or in module globals: it lives for one call
     (one search, one fit).
-    Reported on the list's creation.
+    Also a list appended in any method (not only a per-step one), or a dict of lists
+    (`self.stats = defaultdict(list)`, grown by `self.stats[key].append((t, v))`), when
+    every read is a tail (`xs[-n:]`, `xs[-1]`): the entries older than the window are never
+    read again.
+    Not reported for a list appended once per epoch (by a method named for the epoch or
+    registered for an epoch event): the run's epoch count bounds it.
+    Reported on the list's creation; when the proof is the tail reads, on the append.
 
     ## Why is this bad
     Histories of rewards, actions and losses look tiny per step but a training run makes
@@ -155,20 +166,26 @@ class Agent:
                         for d in defs:
                             if d.kind == "assign" and d.index is None and _empty_list(d.value):
                                 candidates.append((key, d, inside))
+                            elif d.kind == "assign" and d.index is None and _dict_of_lists(d.value):
+                                candidates.append((key, d, inside, True))
         for key, defs in index.module_scope.defs.items():
             for d in defs:
                 if d.kind == "assign" and d.index is None and _empty_list(d.value):
                     functions = [s for s in index.scopes if s.is_function and key not in s.params
                                  and not s.defs_of(key)]
                     candidates.append((key, d, functions))
-        for key, creation, scopes in candidates:
-            appender = self._per_step_appender(key, scopes)
-            if appender is None:
-                continue
+        for key, creation, scopes, *nested in candidates:
+            window = None
+            appender = self._per_step_appender(key, scopes, bool(nested))
+            if appender is None or nested:
+                appender = appender or self._per_step_appender(key, scopes, bool(nested), any_method=True)
+                window = tail_window_only(index.tree, key, bool(nested)) if appender else None
+                if window is None:
+                    continue  # no per-step name, and older entries may be read: not proven to be waste
             if self._bounded(analysis, key, creation):
                 continue
             owner = _owner_class(analysis.index.ctx(creation.stmt).scope) if "." in key else None
-            if owner and (_short_lived(analysis, owner) or _built_per_call(analysis, owner)
+            if owner and (short_lived(analysis, owner) or built_per_call(analysis, owner)
                           or _finalized(analysis, owner)):
                 continue
             scope, stmt = appender
@@ -176,19 +193,29 @@ class Agent:
                 continue
             if _periodic(analysis, stmt) or _setup_only(analysis, scope) or _sibling_len_check(analysis, scope, key):
                 continue
-            fix = self._fix(ctx, key, creation)
-            message = (f"`{key}` grows on every `{scope.name}()` call (line {stmt.lineno}) and is never cleared, "
-                       f"truncated or bounded")
+            if window is None and not analysis.index.ctx(stmt).loops and runs_per_epoch(analysis, scope):
+                continue  # one entry per epoch: bounded by the epoch count the run sets
+            fix = None if nested else self._fix(ctx, key, creation)
+            grows = f"one of the lists in `{key}`" if nested else f"`{key}`"
+            message = (f"{grows} grows by one entry on every `{scope.name}()` call (line {stmt.lineno}) and is never "
+                       f"cleared, truncated or bounded: 1M calls keep 1M entries")
             notes = [f"append: line {stmt.lineno} in `{scope.name}`", "bounds: no clear/pop/del/reassignment/len check"]
-            yield self.diagnostic(ctx, creation.stmt, message, fix, notes)
+            if window is not None:
+                message += f", though {window}"
+                notes.append(f"reads: {window}")
+            # Proven by the tail reads, the growth is shown where it happens: the append.
+            yield self.diagnostic(ctx, stmt if window is not None else creation.stmt, message, fix, notes)
 
     @staticmethod
-    def _per_step_appender(key, scopes):
+    def _per_step_appender(key, scopes, nested=False, any_method=False):
+        """The first growth of the list (of one list of the dict, ``nested``) in a method run
+        once per step, or in any method (``any_method``)."""
         for scope in scopes:
-            if not any(w in PER_STEP_WORDS for w in words(scope.name)):
+            named = set(words(scope.name))
+            if named & SETUP_WORDS or (not any_method and not named & PER_STEP_WORDS):
                 continue
             for stmt in scope.statements:
-                if any(site.container == key and site.how != "setitem" and dotted(site.target) == key
+                if any(site.container == key and site.how != "setitem" and _grown(site.target, key, nested)
                        for site in store_in_stmt(stmt)):
                     return scope, stmt
         return None
@@ -250,65 +277,6 @@ class Agent:
             edits.append(ctx.insert_before(node.value, "list("))
             edits.append(ctx.insert_after(node.value, ")"))
         return Fix(UNSAFE, f"Bound the history with `{ctor}(maxlen={maxlen})`", tuple(edits))
-
-
-def _constructors(analysis, class_name):
-    """(analysis, scope) of every function that builds the class, or None when some are
-    unknown."""
-    project = analysis.project
-    callers = project.callers(class_name) if project is not None else None
-    if callers is None or None in callers:
-        return None
-    return callers
-
-
-def _short_lived(analysis, class_name) -> bool:
-    """Every construction of the class in the linted files makes a local object inside a
-    loop iteration (``traj = Trajectory()`` per episode): its lists die with it."""
-    callers = _constructors(analysis, class_name)
-    if callers is None:
-        return False
-    for caller_analysis, scope in callers:
-        for _, stmt in calls_named(scope, class_name):
-            ctx = caller_analysis.index.ctx(stmt)
-            local = isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets)
-            if ctx is None or not ctx.loops or not local:
-                return False
-    return True
-
-
-def _built_per_call(analysis, class_name) -> bool:
-    """A private class (``_RangeTestCallback``: every construction is in the project)
-    whose every construction is in a function other than a constructor, and whose
-    instance is kept in a local or handed on rather than returned, stored on ``self`` or in
-    a module global: each call of that function builds a fresh object, so its lists live
-    for one call (one search, one fit), not for the process."""
-    callers = _constructors(analysis, class_name) if class_name[:1] == "_" and class_name[:2] != "__" else None
-    if callers is None:
-        return False
-    for _, scope in callers:
-        if not scope.is_function or scope.name in ("__init__", "__new__", "setup", "__post_init__"):
-            return False
-        glob = {n for node in ast.walk(scope.node) if isinstance(node, ast.Global) for n in node.names}
-        for _, stmt in calls_named(scope, class_name):
-            if isinstance(stmt, ast.Return) or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(stmt)):
-                return False  # a factory: the caller decides how long the object lives
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else \
-                [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
-            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            if bound & _returned_names(scope.node):
-                return False  # built, then returned or yielded
-            for target in targets:
-                for node in ast.walk(target):
-                    path = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-                    if path and (path.split(".")[0] in ("self", "cls") or path in glob):
-                        return False
-    return True
-
-
-def _returned_names(func) -> set:
-    return {n.id for node in ast.walk(func) if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom))
-            and node.value is not None for n in ast.walk(node.value) if isinstance(n, ast.Name)}
 
 
 def _deduplicated(analysis, key, scopes) -> bool:
@@ -427,6 +395,23 @@ def _owner_class(scope):
             return scope.class_name
         scope = scope.parent
     return None
+
+
+def _grown(target, key, nested) -> bool:
+    if nested:
+        return isinstance(target, ast.Subscript) and dotted(target.value) == key
+    return dotted(target) == key
+
+
+def _dict_of_lists(value) -> bool:
+    """``defaultdict(list)``, ``defaultdict(lambda: [])``: a dict whose items are lists."""
+    if not (isinstance(value, ast.Call) and (dotted(value.func) or "").rsplit(".", 1)[-1] == "defaultdict"
+            and len(value.args) == 1):
+        return False
+    factory = value.args[0]
+    if isinstance(factory, ast.Lambda):
+        return _empty_list(factory.body)
+    return isinstance(factory, ast.Name) and factory.id == "list"
 
 
 def _empty_list(value) -> bool:

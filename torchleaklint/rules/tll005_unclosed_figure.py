@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from ..analysis.figures import (LEFT_FOR_CALLER, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
-                                pyplot_alias, returns_figure, run_once)
+from ..analysis.figures import (LEFT_FOR_CALLER, closed_after_loop, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
+                                pyplot_alias, repeating_loops, returns_figure, run_once)
 from ..analysis.module_index import enclosing_block, expr_keys
 from ..analysis.summaries import summary_for
 from ..diagnostics import SAFE, Edit, Fix
@@ -108,19 +108,36 @@ def plot(values, path):
             if plt is not None:
                 for site in figure_sites(analysis, scope):
                     sctx = index.ctx(site.stmt)
-                    if not scope.is_function and not (sctx and sctx.loops):
+                    repeats = repeating_loops(analysis, sctx)
+                    if not scope.is_function and not repeats:
                         continue  # one figure in a script is not a leak
-                    if not (sctx and sctx.loops) and run_once(analysis, scope):
+                    if not repeats and run_once(analysis, scope):
                         continue  # nor is one made by a function the script calls once
-                    disposed = disposal(analysis, scope, site.names, site.stmt) or closed_by_callers(analysis, scope)
+                    disposed = disposal(analysis, scope, site.names, site.stmt, site.many) \
+                        or closed_by_callers(analysis, scope)
                     leaky_exit = early_exit(analysis, scope, site, disposed)
                     if disposed is not None and leaky_exit is None:
                         continue
-                    where = "in a loop" if sctx and sctx.loops else f"in `{scope.name}`"
-                    message = (f"figure created {where} is never closed; pyplot keeps every open figure alive "
-                               f"until `plt.close()`")
+                    in_loop = bool(repeats)
+                    what = "figures created by a comprehension" if site.many else "figure created"
+                    where = "in a loop" if in_loop else f"in `{scope.name}`"
+                    rate = "per iteration" if in_loop else "per call"
+                    if sctx and sctx.loops and not in_loop:
+                        rate = "per item of the loop's fixed items, per call"
+                    if site.many:
+                        rate = "per element, " + rate
+                    growth = (f"pyplot keeps one more figure {rate} alive (canvas and artists, commonly 1-100 MB; "
+                              f"every one until `plt.close()`)")
+                    message = f"{what} {where} {'are' if site.many else 'is'} never closed; {growth}"
                     notes = [f"figure: `{ast.unparse(site.call.func)}()` at line {site.call.lineno}"]
-                    fix = self._fix(ctx, scope, site, plt)
+                    fix = None if site.many else self._fix(ctx, scope, site, plt)
+                    last_only = closed_after_loop(analysis, scope, site)
+                    if last_only is not None:
+                        message = (f"{what} {where} {'are' if site.many else 'is'} closed only once, after the "
+                                   f"{'comprehension' if site.many else 'loop'} (line {last_only}), which closes the "
+                                   f"last figure; {growth}")
+                        notes.append(f"close: line {last_only}, outside the loop that makes the figures")
+                        fix = None
                     if leaky_exit is not None:
                         message = (f"figure created {where} is not closed on the path that returns at line "
                                    f"{leaky_exit}; pyplot keeps every open figure alive until `plt.close()`")
@@ -138,7 +155,7 @@ def plot(values, path):
             value = getattr(stmt, "value", None)
             chained = (isinstance(stmt, ast.Expr) and isinstance(value, ast.Call)
                        and isinstance(value.func, ast.Attribute) and value.func.value is call)
-            if sctx is None or not sctx.loops or (value is not call and not chained):
+            if not repeating_loops(analysis, sctx) or (value is not call and not chained):
                 continue  # results dropped (``helper(...)``, ``helper(...).savefig(p)``) or bound in a loop
             refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
             if len(refs) != 1:

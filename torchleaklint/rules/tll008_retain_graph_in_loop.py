@@ -12,8 +12,10 @@ from .base import Invalid, Rule, RuleContext
 class RetainGraphInLoop(Rule):
     """
     ## What it does
-    Finds `backward(retain_graph=True)` inside a loop when no second backward pass (or
-    `torch.autograd.grad`) uses the same graph later in that iteration. When the loop
+    Finds `backward(retain_graph=True)` (or `torch.autograd.grad(..., retain_graph=True)`)
+    inside a loop when no second backward pass (or `torch.autograd.grad`) uses the same
+    graph later in that iteration, neither in the loop nor in a project function that a
+    later call hands a value of that graph to (`balancer.step([loss_a, loss_b])`). When the loop
     carries state that links iterations' graphs (TLL007), the message names it. Not
     reported when every backpropagated local is deleted later in the same iteration or
     call (`del out`, on every path that runs the backward) without being stored,
@@ -51,8 +53,10 @@ class RetainGraphInLoop(Rule):
     necessary is detached, which is a decision about the model (see TLL007's fix).
 
     ## Memory impact
-    The saved activations of every retained graph stay in memory; with carried state,
-    those of all previous iterations.
+    Without carried state, one extra iteration's saved activations: the retained graph is
+    freed when the loss is rebound in the next iteration, so the peak doubles but nothing
+    grows. With carried state, those of all previous iterations: about one forward's
+    activations more per iteration, for the whole run.
     """
 
     code = "TLL008"
@@ -112,18 +116,71 @@ for x, y in batches:
                          if other is not site and contains(outer, other.call)
                          and start_of(other.call) > start_of(site.call)]
                 if later or _graph_built_outside(analysis, scope, site, stmt, region) \
-                        or _released(analysis, scope, site, region):
+                        or _released(analysis, scope, site, region) \
+                        or _handed_to_backward(analysis, scope, site, outer):
                     continue
                 carried = [state for l in ctx_.loops for state in carried_states(analysis, scope, l)]
-                message = ("`backward(retain_graph=True)` in a loop with no later backward through the same graph "
-                           "in the iteration: each iteration keeps its saved tensors")
-                notes = []
+                written = _as_written(site.call)
+                holder = f"`{site.keys[0]}`" if site.keys else "the backpropagated value"
+                where = "in a loop" if ctx_.loops else f"in `{scope.name}`, which is called in a loop,"
+                message = (f"`{written}` {where} with no later backward or `autograd.grad` through the same graph: "
+                           f"the saved tensors of each iteration's forward stay alive until {holder} is rebound or "
+                           f"goes out of scope, so two iterations' activations are held at the peak for nothing")
+                notes = [f"call: `{written}` at line {site.call.lineno}; no later backward in the loop uses its graph"]
                 if carried:
                     state = carried[0]
-                    message += (f"; `{state.key}` is carried across iterations (line {state.stmt.lineno}) — "
-                                f"detach it instead of retaining the graph")
+                    message = (f"`{written}` {where} while `{state.key}` is carried across iterations (line "
+                               f"{state.stmt.lineno}): every iteration's graph stays linked to the next, so the "
+                               f"retained saved tensors grow by about one forward's activations per iteration "
+                               f"(1M iterations: 1M forwards' worth) — detach `{state.key}` instead of retaining "
+                               f"the graph")
                     notes.append(f"carried: `{state.key}` rebuilt from its previous value at line {state.stmt.lineno}")
                 yield self.diagnostic(ctx, stmt, message, None, notes)
+
+
+def _as_written(call) -> str:
+    """The call as the code spells it: ``loss.backward(retain_graph=True)``,
+    ``torch.autograd.grad(..., retain_graph=True)``."""
+    others = bool(call.args) or any(k.arg != "retain_graph" for k in call.keywords)
+    return f"{ast.unparse(call.func)}({'..., ' if others else ''}retain_graph=True)"
+
+
+def _graph_family(analysis, scope, site, depth: int = 2):
+    """Names the backpropagated value was computed from (``loss = loss_a + loss_b``): they
+    share its graph."""
+    family = set(site.keys)
+    frontier = set(site.keys)
+    for _ in range(depth):
+        found = set()
+        for key in frontier:
+            for d in analysis.flow.reaching(scope, key, site.stmt):
+                value = getattr(d, "value", None)
+                if d.kind == "assign" and value is not None:
+                    found |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        frontier = found - family
+        family |= found
+    return family - set(scope.params)
+
+
+def _handed_to_backward(analysis, scope, site, outer) -> bool:
+    """A later call in the iteration hands a value of the same graph to a project function
+    that backpropagates it (``balancer.step([loss_a, loss_b])`` whose ``step`` calls
+    ``loss.backward()``): that second backward needs the retained graph."""
+    project = analysis.project
+    if project is None:
+        return False
+    family = _graph_family(analysis, scope, site)
+    after = start_of(site.call)
+    for call, stmt in scope.calls:
+        if start_of(call) <= after or not contains(outer, call):
+            continue
+        args = list(call.args) + [k.value for k in call.keywords]
+        if not any(isinstance(n, ast.Name) and n.id in family for a in args for n in ast.walk(a)):
+            continue
+        refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
+        if len(refs) == 1 and project.calls_backward(refs[0]):
+            return True
+    return False
 
 
 def _called_in_loop(analysis, scope) -> bool:
