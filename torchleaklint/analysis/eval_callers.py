@@ -29,7 +29,7 @@ def evaluation_callers(analysis, scope, eval_calls: Callable, named: Callable, d
         return None
     reasons = []
     for module, caller in dict.fromkeys(sites):
-        found = _caller_scope(project, module, caller)
+        found = scope_of_caller(project, module, caller)
         if found is None:
             return None
         caller_analysis, caller_scope = found
@@ -69,7 +69,8 @@ def _evaluation_call(analysis, scope, name, eval_calls, named, depth) -> Optiona
     return reason
 
 
-def _caller_scope(project, module: str, caller: str):
+def scope_of_caller(project, module: str, caller: str):
+    """The (analysis, scope) of a caller named in a call site, the module's top level too."""
     found = project.scope_for(FunctionRef(module, caller))
     if found is not None:
         return found

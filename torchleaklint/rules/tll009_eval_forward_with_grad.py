@@ -5,11 +5,12 @@ from __future__ import annotations
 import ast
 
 from ..analysis.backward_reach import gradient_points, gradient_reaching
-from ..analysis.eval_callers import evaluation_callers
+from ..analysis.eval_callers import evaluation_callers, scope_of_caller
 from ..analysis.inference import graph_stays_inside, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
-from ..analysis.module_index import LOOP_TYPES, start_of
+from ..analysis.module_index import LOOP_TYPES, calls_named, start_of
 from ..analysis.names import words
+from ..analysis.project import MAX_CALL_SITES
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import import_edit, line_before, torch_name
@@ -162,6 +163,8 @@ def evaluate(model, loader):
             return "not a function, or a forward"  # a forward hands its outputs to whoever called it
         if analysis.grad.scope_off(scope):
             return "grad off: " + analysis.grad.scope_off(scope)
+        if _own_class_calls_off(analysis, scope):
+            return "grad off: its class calls it only under no_grad"
         eval_calls = _eval_mode_calls(scope, analysis)
         if eval_calls:
             reason = "no forward after eval()"
@@ -194,8 +197,8 @@ def evaluate(model, loader):
         project = analysis.project
         if project is None or scope.name.startswith("__") or gradient_points(analysis, scope):
             return "not evaluation"
-        if all(off for _, _, off in project.call_sites(scope.name)):
-            return "not evaluation; no caller with grad on"  # none known: a library's API
+        if not _called_with_grad(analysis, scope):
+            return "not evaluation; no caller with grad on"  # none known: a library's API, a smoke test
         reason = graph_stays_inside(analysis, scope)
         if reason is None:
             return "not evaluation; a graph may leave the function"
@@ -339,6 +342,52 @@ def _eval_mode(call) -> bool:
 def _eval_mode_call(scope):
     calls = _eval_mode_calls(scope)
     return calls[0] if calls else None
+
+
+def _called_with_grad(analysis, scope) -> bool:
+    """Does some call in the linted files that reaches this function run with grad on? A
+    free function is matched by resolving each call (``test()`` in ``main.py`` is not the
+    ``test()`` smoke check of a model file); a method, whose receiver's class is rarely
+    known at the call (``policy.select_action(s)``), when some call of its name does."""
+    project = analysis.project
+    sites = project.call_sites(scope.name)
+    if all(off for _, _, off in sites):
+        return False
+    if scope.class_name:
+        return True
+    if len(sites) > MAX_CALL_SITES:
+        return False
+    me = (analysis.index.module_name, scope.qualname)
+    for module, caller in dict.fromkeys((module, caller) for module, caller, _ in sites):
+        found = scope_of_caller(project, module, caller)
+        if found is None:
+            continue
+        caller_analysis, caller_scope = found
+        for call, stmt in calls_named(caller_scope, scope.name):
+            if caller_analysis.index.ctx(stmt).grad_off:
+                continue
+            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, stmt)
+            if any((ref.module, ref.qualname) == me for ref in refs):
+                return True
+    return False
+
+
+def _own_class_calls_off(analysis, scope) -> bool:
+    """A method its own class calls (``self.visualize_results(epoch)``) only with grad
+    disabled. Where the name is too common across the project to follow every caller
+    (one such method per GAN variant), the class's own calls still decide."""
+    if not scope.class_name or scope.name.startswith("__"):
+        return False
+    sites = []
+    for method in analysis.index.methods(scope.class_name):
+        for call, stmt in method.calls:
+            func = call.func
+            if (isinstance(func, ast.Attribute) and func.attr == scope.name and isinstance(func.value, ast.Name)
+                    and func.value.id == "self"):
+                sites.append((method, stmt))
+    return bool(sites) and all(method is not scope and (analysis.index.ctx(stmt).grad_off
+                                                          or analysis.grad.scope_off(method))
+                               for method, stmt in sites)
 
 
 def _holds_tests(index) -> bool:
