@@ -29,11 +29,12 @@ _READ_ONLY_ROOTS = frozenset({"print", "len", "isinstance", "repr", "str", "form
 MAX_DEPTH = 2
 
 
-def graph_stays_inside(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
-    """Why no graph recorded in ``scope`` can leave it, or None when one may."""
+def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Optional[str]:
+    """Why no graph recorded in ``scope`` can leave it, or None when one may. ``graph``
+    is the oracle to ask (one that assumes an argument carries a graph, for a callee)."""
     if not scope.is_function or scope.backward_sites or depth > MAX_DEPTH:
         return None
-    graph = analysis.graph
+    graph = graph or analysis.graph
     local = _local_names(scope)
     for node in walk_nodes(scope.node):
         if node is not scope.node and isinstance(node, FUNC_TYPES + (ast.ClassDef,)):
@@ -52,7 +53,7 @@ def graph_stays_inside(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
         args = list(call.args) + [k.value for k in call.keywords]
         if not args or not any(graph.carrying(arg, stmt) is not None for arg in args):
             continue
-        if not _harmless_call(analysis, scope, call, stmt, local, depth):
+        if not harmless_call(analysis, scope, call, stmt, local, depth):
             return None
     return "it computes no gradient, returns no graph and stores none where it outlives the call"
 
@@ -85,7 +86,7 @@ def _outlives_call(target, local: set) -> bool:
     return True  # an attribute: state on an object
 
 
-def _harmless_call(analysis, scope: Scope, call: ast.Call, stmt, local: set, depth: int) -> bool:
+def harmless_call(analysis, scope: Scope, call: ast.Call, stmt, local: set, depth: int = 0) -> bool:
     """A call that takes a graph-carrying argument and can neither keep nor backpropagate it."""
     func = call.func
     imports = analysis.index.imports
@@ -109,6 +110,9 @@ def _harmless_call(analysis, scope: Scope, call: ast.Call, stmt, local: set, dep
         return True  # a method of a value the function built (``samples.append(out)``, ``out.argmax()``)
     if root is None and isinstance(func.value, ast.Call):
         return True  # ``model(x).argmax()``: a method of a fresh result
+    if root == "self":
+        refs = analysis.graph.kinds.resolve_functions(func, scope, stmt)
+        return bool(refs) and _project_function_harmless(analysis, scope, refs, depth)  # a static helper
     return False
 
 
@@ -124,11 +128,14 @@ def _project_function_harmless(analysis, scope: Scope, refs, depth: int) -> bool
         found = project.scope_for(ref)
         if found is None or project.calls_backward(ref):
             return False
-        if found[1].class_name and found[1].params[:1] in (["self"], ["cls"]):
+        callee_analysis, callee = found
+        if callee.class_name and callee.params[:1] in (["self"], ["cls"]):
             return False  # a method may keep the value on its object
-            return False
-        if graph_stays_inside(found[0], found[1], depth + 1) is None:
-            return False
+        for param in callee.params or [None]:
+            # Each argument in turn is taken to carry a graph: the callee must let none out.
+            oracle = callee_analysis.graph.assuming(callee, param) if param else None
+            if graph_stays_inside(callee_analysis, callee, depth + 1, oracle) is None:
+                return False
     return True
 
 

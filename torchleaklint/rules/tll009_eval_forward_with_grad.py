@@ -6,7 +6,7 @@ import ast
 
 from ..analysis.backward_reach import gradient_points, gradient_reaching
 from ..analysis.eval_callers import evaluation_callers, scope_of_caller
-from ..analysis.inference import graph_stays_inside, shape_probe
+from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, calls_named, start_of
 from ..analysis.names import words
@@ -76,7 +76,9 @@ class EvalForwardWithGrad(Rule):
     The fix decorates the function with `@torch.no_grad()` (adding `import torch` when
     needed). It is always **unsafe**: a caller could rely on gradients of the returned
     values (saliency maps, adversarial examples), which the analysis cannot rule out
-    outside the linted files.
+    outside the linted files. A function that also computes gradients (a `train()` that
+    validates at the end, a training loop that saves samples) gets no fix: wrap the
+    evaluation part in `with torch.no_grad():` by hand.
 
     ## Memory impact
     All activations of every forward pass are kept until the outputs die; with outputs or
@@ -86,7 +88,7 @@ class EvalForwardWithGrad(Rule):
     code = "TLL009"
     name = "eval-forward-with-grad"
     summary = "An evaluation function runs forward passes with autograd recording"
-    fix_availability = "always"
+    fix_availability = "sometimes"
     repro = "tll009_eval_loop"
 
     VALID = [
@@ -136,8 +138,8 @@ def evaluate(model, loader):
         analysis = ctx.analysis
         if not analysis.index.imports.imports_torch():
             return  # other frameworks record gradients on their own terms
-        if ctx.in_test_file and _holds_tests(analysis.index):
-            return  # a test runs its forwards once (``tools/test_net.py`` is an evaluation script)
+        if ctx.in_test_file:
+            return  # a test runs its forwards once
         for scope in analysis.index.scopes:
             found = self._evaluation_forward(analysis, scope)
             if isinstance(found, str):
@@ -150,10 +152,13 @@ def evaluate(model, loader):
             notes = [f"forward: {evidence.describe()}",
                      ("kept: every activation the forward saves for backward, for as long as its output or "
                       "anything computed from it lives"),
-                     "no gradient: no `.backward()`/`autograd.grad` in this iteration or after it",
+                     "no gradient: no `.backward()`/`autograd.grad` can reach the forward's output",
                      ("grad mode: no `no_grad`/`inference_mode` around it, and no caller in the linted files "
                       "disables grad for every call")]
-            yield self.diagnostic(ctx, stmt, message, self._fix(ctx, scope), notes)
+            # Decorating a function that also trains (a validation loop at the end of
+            # ``train()``) would switch its training off: no fix there.
+            fix = None if gradient_points(analysis, scope) else self._fix(ctx, scope)
+            yield self.diagnostic(ctx, stmt, message, fix, notes)
 
     def _evaluation_forward(self, analysis, scope):
         """(name, why it is evaluation, statement, evidence) of the evaluation forward the
@@ -167,48 +172,64 @@ def evaluate(model, loader):
             return "grad off: its class calls it only under no_grad"
         eval_calls = _eval_mode_calls(scope, analysis)
         if eval_calls:
-            reason = "no forward after eval()"
             for eval_call in eval_calls:  # ``m.eval()`` freezing batch norm while training comes first
                 found = self._forward_without_gradient(analysis, scope, eval_call)
                 if not isinstance(found, str):
                     stmt, evidence = found
                     why = f"calls `{ast.unparse(eval_call)}` at line {eval_call.lineno}"
                     return scope.name, why, stmt, evidence
-                reason = found
-            return reason
+            return self._handed_over(analysis, scope)
         # A name, or callers that run the function in evaluation, are evidence enough with a
-        # loop over data inside; without one, the function must also let no graph out.
-        if self._named_evaluation(analysis, scope):
-            why = f"is named like evaluation (`{scope.name}`)"
-        else:
-            callers = _called_in_evaluation(analysis, scope)
-            why = f"is only called in evaluation ({callers})" if callers else None
-        if why is not None:
-            found = self._forward_without_gradient(analysis, scope, None)
-            if isinstance(found, str):
-                return found
-            stmt, evidence = found
-            if index.ctx(stmt).loops:
-                return scope.name, why, stmt, evidence
-        return self._inference(analysis, scope)
-
-    def _inference(self, analysis, scope):
-        """A function with grad-on callers that lets no graph out: its forwards are inference."""
-        project = analysis.project
-        if project is None or scope.name.startswith("__") or gradient_points(analysis, scope):
-            return "not evaluation"
-        if not _called_with_grad(analysis, scope):
-            return "not evaluation; no caller with grad on"  # none known: a library's API, a smoke test
-        reason = graph_stays_inside(analysis, scope)
-        if reason is None:
-            return "not evaluation; a graph may leave the function"
+        # loop over data inside; without one, the function must also let no graph out. The
+        # function's own forward is looked at first: the cross-file questions come after.
         forward = self._main_forward(analysis, scope, None)
         if forward is None:
             return "no forward"
         stmt, evidence = forward
+        if gradient_reaching(analysis, scope, stmt):
+            return self._handed_over(analysis, scope)  # the main forward trains
+        if index.ctx(stmt).loops:
+            if self._named_evaluation(analysis, scope):
+                return scope.name, f"is named like evaluation (`{scope.name}`)", stmt, evidence
+            callers = _called_in_evaluation(analysis, scope)
+            if callers:
+                return scope.name, f"is only called in evaluation ({callers})", stmt, evidence
+        return self._inference(analysis, scope, stmt, evidence)
+
+    def _inference(self, analysis, scope, stmt, evidence):
+        """A function with grad-on callers that lets no graph out: its forwards are inference."""
+        project = analysis.project
+        if project is None or scope.name.startswith("__") or gradient_points(analysis, scope):
+            return self._handed_over(analysis, scope)
         if shape_probe(scope, stmt):
             return "a shape probe"  # ``self.conv(torch.zeros(1, *shape)).numel()``: built once, freed at once
+        if not _called_with_grad(analysis, scope):
+            return self._handed_over(analysis, scope)
+        reason = graph_stays_inside(analysis, scope)
+        if reason is None:
+            return self._handed_over(analysis, scope)
         return scope.name, f"lets no graph out of the call ({reason})", stmt, evidence
+
+    def _handed_over(self, analysis, scope):
+        """A forward whose output is handed straight to a call that keeps nothing, in a
+        statement whose result is dropped (``self.save_grid(self.gen(fixed_z), path)`` in a
+        training loop): its graph dies with the statement, whatever backward runs later."""
+        if not scope.is_function or scope.name.startswith("__"):
+            return "not evaluation"
+        index = analysis.index
+        kinds = analysis.graph.kinds
+        for call, stmt in scope.calls:
+            if not (isinstance(stmt, ast.Expr) and stmt.value is call) or index.ctx(stmt).grad_off:
+                continue
+            for arg in call.args:
+                if not isinstance(arg, ast.Call) or index.imports.qualname(arg.func) is not None:
+                    continue
+                evidence = kinds.module_call(arg, scope, stmt)
+                if evidence is None or not harmless_call(analysis, scope, call, stmt, set()):
+                    continue
+                why = f"hands the output of a forward straight to `{ast.unparse(call.func)}`, which keeps no graph,"
+                return scope.name, why, stmt, evidence
+        return "not evaluation"
 
     def _forward_without_gradient(self, analysis, scope, after):
         """(statement, evidence) of the forward to report after ``after``, or why none."""
@@ -388,15 +409,6 @@ def _own_class_calls_off(analysis, scope) -> bool:
     return bool(sites) and all(method is not scope and (analysis.index.ctx(stmt).grad_off
                                                           or analysis.grad.scope_off(method))
                                for method, stmt in sites)
-
-
-def _holds_tests(index) -> bool:
-    """A module a test runner collects: it imports pytest or unittest, or defines
-    ``test_*`` functions or ``Test*`` classes."""
-    if any(target.split(".")[0] in ("pytest", "unittest") for target in index.imports.aliases.values()):
-        return True
-    return any(scope.is_function and scope.parent is index.module_scope and scope.name.startswith("test_")
-               for scope in index.scopes) or any(name.startswith("Test") for name in index.classes)
 
 
 def _called_in_evaluation(analysis, scope):
