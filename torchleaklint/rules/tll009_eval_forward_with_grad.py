@@ -8,7 +8,7 @@ from ..analysis.backward_reach import gradient_points, gradient_reaching
 from ..analysis.eval_callers import evaluation_callers, scope_of_caller
 from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
-from ..analysis.module_index import LOOP_TYPES, calls_named, start_of
+from ..analysis.module_index import LOOP_TYPES, called_name, calls_named, start_of
 from ..analysis.names import words
 from ..analysis.project import MAX_CALL_SITES
 from ..diagnostics import UNSAFE, Fix
@@ -163,13 +163,21 @@ def evaluate(model, loader):
     def _evaluation_forward(self, analysis, scope):
         """(name, why it is evaluation, statement, evidence) of the evaluation forward the
         scope runs with grad on, or a string saying why there is none."""
-        index = analysis.index
         if not scope.is_function or scope.name == "forward":
             return "not a function, or a forward"  # a forward hands its outputs to whoever called it
-        if analysis.grad.scope_off(scope):
-            return "grad off: " + analysis.grad.scope_off(scope)
+        found = self._candidate(analysis, scope)
+        if isinstance(found, str):
+            return found
+        # Grad mode through the callers is asked last: it reads other files.
+        off = analysis.grad.scope_off(scope)
+        if off:
+            return "grad off: " + off
         if _own_class_calls_off(analysis, scope):
             return "grad off: its class calls it only under no_grad"
+        return found
+
+    def _candidate(self, analysis, scope):
+        index = analysis.index
         eval_calls = _eval_mode_calls(scope, analysis)
         if eval_calls:
             for eval_call in eval_calls:  # ``m.eval()`` freezing batch norm while training comes first
@@ -182,14 +190,17 @@ def evaluate(model, loader):
         # A name, or callers that run the function in evaluation, are evidence enough with a
         # loop over data inside; without one, the function must also let no graph out. The
         # function's own forward is looked at first: the cross-file questions come after.
-        forward = self._main_forward(analysis, scope, None)
+        named = self._named_evaluation(analysis, scope)
+        # Outside evaluation proper only direct module calls count as forwards: following
+        # every project helper of every function would cost more than it finds.
+        forward = self._main_forward(analysis, scope, None, direct_only=not named)
         if forward is None:
             return "no forward"
         stmt, evidence = forward
         if gradient_reaching(analysis, scope, stmt):
             return self._handed_over(analysis, scope)  # the main forward trains
         if index.ctx(stmt).loops:
-            if self._named_evaluation(analysis, scope):
+            if named:
                 return scope.name, f"is named like evaluation (`{scope.name}`)", stmt, evidence
             callers = _called_in_evaluation(analysis, scope)
             if callers:
@@ -258,7 +269,7 @@ def evaluate(model, loader):
         return True
 
     @staticmethod
-    def _main_forward(analysis, scope, after=None):
+    def _main_forward(analysis, scope, after=None, direct_only=False):
         """The forward that runs on every pass: among the forwards of the first loop (or
         straight-line stretch) with one, the first that no ``if`` inside it guards
         (``scores = decoder(imgs)`` rather than ``if encoder: imgs = encoder(imgs)``), a
@@ -266,7 +277,7 @@ def evaluate(model, loader):
         rather than ``z = model.encode(x)``)."""
         index = analysis.index
         same = []
-        for stmt, evidence, direct in EvalForwardWithGrad._forwards(analysis, scope, after):
+        for stmt, evidence, direct in EvalForwardWithGrad._forwards(analysis, scope, after, direct_only):
             loops = index.ctx(stmt).loops
             if same and loops != index.ctx(same[0][0]).loops:
                 break  # the first loop with a forward is over
@@ -277,7 +288,7 @@ def evaluate(model, loader):
         return stmt, evidence
 
     @staticmethod
-    def _forwards(analysis, scope, after=None):
+    def _forwards(analysis, scope, after=None, direct_only=False):
         index = analysis.index
         kinds = analysis.graph.kinds
         for call, stmt in sorted(scope.calls, key=lambda cs: (cs[0].lineno, cs[0].col_offset)):
@@ -293,7 +304,7 @@ def evaluate(model, loader):
             direct = evidence is not None
             if direct and dropped:
                 continue  # output dropped at once (calibration, ``embed(...)`` for side effects): no graph kept
-            if evidence is None:
+            if evidence is None and not direct_only:
                 # A project helper that runs the forward itself (``out = self._forward(batch)``):
                 # its summary says what it returns; one that disables grad inside returns no graph.
                 summary = kinds.call_summary(call, scope, stmt, 0, oracle=analysis.graph)
@@ -326,10 +337,12 @@ def evaluate(model, loader):
 
 def _eval_mode_calls(scope, analysis=None):
     """The ``x.eval()`` calls of the function, in source order; with ``analysis``, also
-    calls of project helpers that do it (``self.eval_mode()``)."""
+    calls of project helpers that do it (``self.eval_mode()``; only helpers whose name
+    says "eval" are looked into, to keep the lookups few)."""
     found = []
     for call, stmt in scope.calls:
         if _eval_mode(call) or (analysis is not None and not call.args and not call.keywords
+                                and "eval" in (called_name(call) or "")
                                 and _sets_eval_mode(analysis, call, scope, stmt)):
             found.append(call)
     return sorted(found, key=start_of)
