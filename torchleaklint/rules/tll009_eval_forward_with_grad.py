@@ -6,10 +6,11 @@ import ast
 
 from ..analysis.backward_reach import gradient_points, gradient_reaching
 from ..analysis.eval_callers import evaluation_callers, scope_of_caller
+from ..analysis.graph import STRONG
 from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, called_name, calls_named, start_of
-from ..analysis.names import words
+from ..analysis.names import dotted, words
 from ..analysis.project import MAX_CALL_SITES
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
@@ -214,6 +215,8 @@ def evaluate(model, loader):
             return self._handed_over(analysis, scope)
         if shape_probe(scope, stmt):
             return "a shape probe"  # ``self.conv(torch.zeros(1, *shape)).numel()``: built once, freed at once
+        if not _firm(evidence, stmt):
+            return "a forward known by its name only"
         if not _called_with_grad(analysis, scope):
             return self._handed_over(analysis, scope)
         reason = graph_stays_inside(analysis, scope)
@@ -236,7 +239,9 @@ def evaluate(model, loader):
                 if not isinstance(arg, ast.Call) or index.imports.qualname(arg.func) is not None:
                     continue
                 evidence = kinds.module_call(arg, scope, stmt)
-                if evidence is None or not harmless_call(analysis, scope, call, stmt, set()):
+                if evidence is None or not _firm(evidence, arg):
+                    continue
+                if not harmless_call(analysis, scope, call, stmt, set()):
                     continue
                 why = f"hands the output of a forward straight to `{ast.unparse(call.func)}`, which keeps no graph,"
                 return scope.name, why, stmt, evidence
@@ -376,6 +381,20 @@ def _eval_mode(call) -> bool:
 def _eval_mode_call(scope):
     calls = _eval_mode_calls(scope)
     return calls[0] if calls else None
+
+
+def _firm(evidence, node) -> bool:
+    """Evidence of a forward firm enough without an evaluation context: proven, or a
+    component of the object named like a model (``self.learner.actor(s)``), not any value
+    named so (``x.head(5)`` on a data frame in a lambda)."""
+    if evidence.strength == STRONG:
+        return True
+    call = node.value if isinstance(node, (ast.Assign, ast.Expr, ast.Return)) else node
+    for found in ast.walk(call):
+        name = dotted(found.func) if isinstance(found, ast.Call) and found.lineno == evidence.line else None
+        if name and f"`{name}`" in evidence.text:
+            return name.startswith("self.")
+    return False
 
 
 def _called_with_grad(analysis, scope) -> bool:
