@@ -19,9 +19,6 @@ ALL_CASES = cases()
 # suite as strict expected failures: fixing the analysis flips them, and a silent change
 # in what they report fails the run.
 KNOWN_MISSES = {
-    "TLL009/positive/custom_trainer_validation_step.py":
-        "a function named like evaluation needs its own loop over data (the loop is in the caller); on library "
-        "code a name alone gave false positives",
     "TLL001/positive/rl_self_stats_defaultdict.py":
         "custom model methods (`actor_critic.evaluate_actions(...)`) are not taken as forward passes: on real "
         "code most such methods return specs, shapes or no-grad results",

@@ -222,8 +222,9 @@ class ProjectIndex:
             return None
         return table.classes.get(class_name)
 
-    def resolve_class(self, module: str, name: str) -> Optional[Tuple[str, str]]:
-        """Find the project class a name refers to from ``module`` (local or imported)."""
+    def resolve_class(self, module: str, name: str, hops: int = 0) -> Optional[Tuple[str, str]]:
+        """Find the project class a name refers to from ``module`` (local or imported,
+        also through a package ``__init__`` that re-exports it)."""
         table = self.tables.get(module)
         if table is None:
             return None
@@ -236,6 +237,8 @@ class ProjectIndex:
             found = self.resolve_symbol(full)
             if found and found[1] in self.tables[found[0]].classes:
                 return found
+            if found and hops < 3 and found[0] != module:
+                return self.resolve_class(found[0], found[1], hops + 1)  # ``from .models import Net``
         return None
 
     def class_bases(self, module: str, name: str, seen: Optional[Set] = None) -> Set[str]:

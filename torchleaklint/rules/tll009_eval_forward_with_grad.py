@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import ast
 
-from ..analysis.loops import loop_calls_backward
-from ..analysis.names import words
+from ..analysis.backward_reach import gradient_points, gradient_reaching
+from ..analysis.eval_callers import evaluation_callers, scope_of_caller
+from ..analysis.graph import STRONG
+from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
+from ..analysis.model_methods import every_candidate, model_method_evidence
+from ..analysis.module_index import LOOP_TYPES, called_name, calls_named, start_of
+from ..analysis.names import dotted, words
+from ..analysis.project import MAX_CALL_SITES
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import import_edit, line_before, torch_name
 
-EVAL_WORDS = frozenset({"eval", "evaluate", "evaluation", "validate", "validation", "val", "test",
+EVAL_WORDS = frozenset({"eval", "evaluate", "evaluation", "validate", "validation", "val", "valid", "test",
                         "predict", "prediction", "infer", "inference"})
+# ``run_evaluation``, ``perform_test``, ``do_eval``: a verb that only says "run it".
+RUN_WORDS = frozenset({"run", "do", "perform"})
 
 
 HELPER_METHOD_PREFIXES = ("init", "get_", "set_", "reset", "load", "save", "num_", "zero", "register",
@@ -21,14 +29,21 @@ HELPER_METHOD_PREFIXES = ("init", "get_", "set_", "reset", "load", "save", "num_
 class EvalForwardWithGrad(Rule):
     """
     ## What it does
-    Finds evaluation code — a function that puts a module in eval mode (`model.eval()`) or
-    is named like evaluation (evaluate/validate/test/predict/infer/inference) — that runs
-    forward passes with autograd recording and never calls `backward()`. Quiet when the
-    forward runs under `torch.no_grad()`/`torch.inference_mode()`, the function is
-    decorated with them, or every caller in the linted files runs it with grad disabled.
-    A forward may also be a project helper whose summary returns module outputs
-    (`out = self._forward(batch)`); a forward whose output is dropped at once
-    (`model(calibration_batch)`) keeps no graph and is not reported.
+    Finds evaluation code — a function that puts a module in eval mode (`model.eval()`,
+    directly or through a project helper such as `self.eval_mode()`), is named like
+    evaluation (evaluate/validate/valid/test/predict/infer/inference, also after
+    run/do/perform), or is only ever called after its callers put the model in eval mode —
+    that runs forward passes with autograd recording while no gradient computation can use
+    them: no `backward()`/`autograd.grad` in the same iteration or after it (a `train()`
+    that ends with a validation loop after `model.eval()` is reported at the validation
+    forward; batch-norm layers frozen with `m.eval()` before a training loop are not).
+    Quiet when the forward runs under `torch.no_grad()`/`torch.inference_mode()`, the
+    function is decorated with them, or every caller in the linted files runs it with grad
+    disabled. A forward may also be a project helper whose summary returns module outputs
+    (`out = self._forward(batch)`), or a model method such as `model.infer(x)` when every
+    project module class defining it returns module outputs; a direct module call whose
+    output is dropped at once (`model(calibration_batch)`) keeps no graph and is not
+    reported.
 
     ## Why is this bad
     With grad enabled, every forward pass saves its activations for a backward pass that
@@ -62,7 +77,9 @@ class EvalForwardWithGrad(Rule):
     The fix decorates the function with `@torch.no_grad()` (adding `import torch` when
     needed). It is always **unsafe**: a caller could rely on gradients of the returned
     values (saliency maps, adversarial examples), which the analysis cannot rule out
-    outside the linted files.
+    outside the linted files. A function that also computes gradients (a `train()` that
+    validates at the end, a training loop that saves samples) gets no fix: wrap the
+    evaluation part in `with torch.no_grad():` by hand.
 
     ## Memory impact
     All activations of every forward pass are kept until the outputs die; with outputs or
@@ -72,7 +89,7 @@ class EvalForwardWithGrad(Rule):
     code = "TLL009"
     name = "eval-forward-with-grad"
     summary = "An evaluation function runs forward passes with autograd recording"
-    fix_availability = "always"
+    fix_availability = "sometimes"
     repro = "tll009_eval_loop"
 
     VALID = [
@@ -120,40 +137,135 @@ def evaluate(model, loader):
 
     def check(self, ctx: RuleContext):
         analysis = ctx.analysis
-        index = analysis.index
-        if not index.imports.imports_torch():
+        if not analysis.index.imports.imports_torch():
             return  # other frameworks record gradients on their own terms
-        for scope in index.scopes:
-            if not scope.is_function or scope.name == "forward" or analysis.grad.scope_off(scope):
-                continue  # a forward hands its outputs to whoever called it
-            if ctx.in_test_file:
-                continue  # a test runs its forwards once
-            eval_call = _eval_mode_call(scope)
-            named = eval_call is None and self._named_evaluation(analysis, scope)
-            if eval_call is None and not named:
+        if ctx.in_test_file:
+            return  # a test runs its forwards once
+        for scope in analysis.index.scopes:
+            found = self._evaluation_forward(analysis, scope)
+            if isinstance(found, str):
+                continue  # why not: kept as text for debugging the analysis
+            scope_name, why, stmt, evidence = found
+            loops = analysis.index.ctx(stmt).loops
+            often = f"once per iteration of the loop at line {loops[-1].lineno}" if loops else "once per call"
+            message = (f"`{scope_name}` {why} and runs a forward pass with autograd recording, {often}: its "
+                       f"activations are kept for a backward pass that never uses them")
+            notes = [f"forward: {evidence.describe()}",
+                     ("kept: every activation the forward saves for backward, for as long as its output or "
+                      "anything computed from it lives"),
+                     "no gradient: no `.backward()`/`autograd.grad` can reach the forward's output",
+                     ("grad mode: no `no_grad`/`inference_mode` around it, and no caller in the linted files "
+                      "disables grad for every call")]
+            # Decorating a function that also trains (a validation loop at the end of
+            # ``train()``) would switch its training off: no fix there.
+            fix = None if gradient_points(analysis, scope) else self._fix(ctx, scope)
+            yield self.diagnostic(ctx, stmt, message, fix, notes)
+
+    def _evaluation_forward(self, analysis, scope):
+        """(name, why it is evaluation, statement, evidence) of the evaluation forward the
+        scope runs with grad on, or a string saying why there is none."""
+        if not scope.is_function or scope.name == "forward":
+            return "not a function, or a forward"  # a forward hands its outputs to whoever called it
+        found = self._candidate(analysis, scope)
+        if isinstance(found, str):
+            return found
+        # Grad mode through the callers is asked last: it reads other files.
+        off = analysis.grad.scope_off(scope)
+        if off:
+            return "grad off: " + off
+        if _own_class_calls_off(analysis, scope):
+            return "grad off: its class calls it only under no_grad"
+        return found
+
+    def _candidate(self, analysis, scope):
+        index = analysis.index
+        eval_calls = _eval_mode_calls(scope, analysis)
+        if eval_calls:
+            for eval_call in eval_calls:  # ``m.eval()`` freezing batch norm while training comes first
+                found = self._forward_without_gradient(analysis, scope, eval_call)
+                if not isinstance(found, str):
+                    stmt, evidence = found
+                    why = f"calls `{ast.unparse(eval_call)}` at line {eval_call.lineno}"
+                    return scope.name, why, stmt, evidence
+            return self._handed_over(analysis, scope)
+        # A name, or callers that run the function in evaluation, are evidence enough with a
+        # loop over data inside; without one, the function must also let no graph out. The
+        # function's own forward is looked at first: the cross-file questions come after.
+        named = self._named_evaluation(analysis, scope)
+        # Outside evaluation proper only direct module calls count as forwards: following
+        # every project helper of every function would cost more than it finds.
+        forward = self._main_forward(analysis, scope, None, direct_only=not named)
+        if forward is None:
+            return "no forward"
+        stmt, evidence = forward
+        if gradient_reaching(analysis, scope, stmt):
+            return self._handed_over(analysis, scope)  # the main forward trains
+        if index.ctx(stmt).loops:
+            if named:
+                return scope.name, f"is named like evaluation (`{scope.name}`)", stmt, evidence
+            callers = _called_in_evaluation(analysis, scope)
+            if callers:
+                return scope.name, f"is only called in evaluation ({callers})", stmt, evidence
+        return self._inference(analysis, scope, stmt, evidence)
+
+    def _inference(self, analysis, scope, stmt, evidence):
+        """A function with grad-on callers that lets no graph out: its forwards are inference."""
+        project = analysis.project
+        if project is None or scope.name.startswith("__") or gradient_points(analysis, scope):
+            return self._handed_over(analysis, scope)
+        if shape_probe(scope, stmt):
+            return "a shape probe"  # ``self.conv(torch.zeros(1, *shape)).numel()``: built once, freed at once
+        if not _firm(evidence, stmt):
+            return "a forward known by its name only"
+        if not _called_with_grad(analysis, scope):
+            return self._handed_over(analysis, scope)
+        reason = graph_stays_inside(analysis, scope)
+        if reason is None:
+            return self._handed_over(analysis, scope)
+        return scope.name, f"lets no graph out of the call ({reason})", stmt, evidence
+
+    def _handed_over(self, analysis, scope):
+        """A forward whose output is handed straight to a call that keeps nothing, in a
+        statement whose result is dropped (``self.save_grid(self.gen(fixed_z), path)`` in a
+        training loop): its graph dies with the statement, whatever backward runs later."""
+        if not scope.is_function or scope.name.startswith("__"):
+            return "not evaluation"
+        index = analysis.index
+        kinds = analysis.graph.kinds
+        for call, stmt in scope.calls:
+            if not (isinstance(stmt, ast.Expr) and stmt.value is call) or index.ctx(stmt).grad_off:
                 continue
-            forward = self._first_forward(analysis, scope, after=eval_call)
-            if forward is None:
-                continue
-            if named and not index.ctx(forward[1]).loops:
-                continue  # a name alone is weak evidence: require a loop over data as well
-            if loop_calls_backward(analysis, scope, scope.node, retained=True):
-                continue  # gradients are wanted here (saliency, test-time adaptation)
-            call, stmt, evidence = forward
-            why = f"calls `{ast.unparse(eval_call.func)}()` at line {eval_call.lineno}" if eval_call else \
-                f"is named like evaluation (`{scope.name}`)"
-            message = (f"`{scope.name}` {why} and runs forward passes with autograd recording but never calls "
-                       f"`backward()`: every activation is kept for a backward that never comes")
-            notes = [f"forward: {evidence.describe()}", "grad mode: no `no_grad`/`inference_mode` around it, "
-                     "and no caller in the linted files disables grad for every call"]
-            yield self.diagnostic(ctx, stmt, message, self._fix(ctx, scope), notes)
+            for arg in call.args:
+                if not isinstance(arg, ast.Call) or index.imports.qualname(arg.func) is not None:
+                    continue
+                evidence = kinds.module_call(arg, scope, stmt)
+                if evidence is None or not _firm(evidence, arg):
+                    continue
+                if not harmless_call(analysis, scope, call, stmt, set()):
+                    continue
+                why = f"hands the output of a forward straight to `{ast.unparse(call.func)}`, which keeps no graph,"
+                return scope.name, why, stmt, evidence
+        return "not evaluation"
+
+    def _forward_without_gradient(self, analysis, scope, after):
+        """(statement, evidence) of the forward to report after ``after``, or why none."""
+        forward = self._main_forward(analysis, scope, after)
+        if forward is None:
+            return "no forward"
+        stmt, evidence = forward
+        gradient = gradient_reaching(analysis, scope, stmt)
+        if gradient:
+            return "gradients: " + gradient  # wanted here (saliency, test-time adaptation)
+        return stmt, evidence
 
     @staticmethod
     def _named_evaluation(analysis, scope) -> bool:
         """``evaluate(...)``/``validate_epoch(...)``… as a function or a method of a class that
         is not itself a model (a model's ``predict_*`` method is part of its forward)."""
-        first = words(scope.name)[:1]
-        if not first or first[0] not in EVAL_WORDS:
+        parts = words(scope.name)
+        if parts[:1] and parts[0] in RUN_WORDS:
+            parts = parts[1:]
+        if not parts or parts[0] not in EVAL_WORDS:
             return False
         project = analysis.project
         if scope.class_name and project is not None and project.is_module_class(analysis.index.module_name,
@@ -162,7 +274,26 @@ def evaluate(model, loader):
         return True
 
     @staticmethod
-    def _first_forward(analysis, scope, after=None):
+    def _main_forward(analysis, scope, after=None, direct_only=False):
+        """The forward that runs on every pass: among the forwards of the first loop (or
+        straight-line stretch) with one, the first that no ``if`` inside it guards
+        (``scores = decoder(imgs)`` rather than ``if encoder: imgs = encoder(imgs)``), a
+        module call rather than a model method that runs one (``mask = model.decoder(z)``
+        rather than ``z = model.encode(x)``)."""
+        index = analysis.index
+        same = []
+        for stmt, evidence, direct in EvalForwardWithGrad._forwards(analysis, scope, after, direct_only):
+            loops = index.ctx(stmt).loops
+            if same and loops != index.ctx(same[0][0]).loops:
+                break  # the first loop with a forward is over
+            same.append((stmt, evidence, direct))
+        if not same:
+            return None
+        stmt, evidence, _ = min(same, key=lambda f: (_guards(index.ctx(f[0])), not f[2]))
+        return stmt, evidence
+
+    @staticmethod
+    def _forwards(analysis, scope, after=None, direct_only=False):
         index = analysis.index
         kinds = analysis.graph.kinds
         for call, stmt in sorted(scope.calls, key=lambda cs: (cs[0].lineno, cs[0].col_offset)):
@@ -173,22 +304,25 @@ def evaluate(model, loader):
                 continue  # forwards before `.eval()` are training
             if isinstance(call.func, ast.Attribute) and call.func.attr.startswith(HELPER_METHOD_PREFIXES):
                 continue  # ``model.init_hidden(bsz)`` builds state; it is not a forward pass
-            if isinstance(stmt, ast.Expr) and stmt.value is call:
-                continue  # output dropped at once (calibration, ``embed(...)`` for side effects): no graph kept
+            dropped = isinstance(stmt, ast.Expr) and stmt.value is call
             evidence = kinds.module_call(call, scope, stmt)
-            if evidence is None:
+            direct = evidence is not None
+            if direct and dropped:
+                continue  # output dropped at once (calibration, ``embed(...)`` for side effects): no graph kept
+            if evidence is None and not direct_only:
                 # A project helper that runs the forward itself (``out = self._forward(batch)``):
                 # its summary says what it returns; one that disables grad inside returns no graph.
                 summary = kinds.call_summary(call, scope, stmt, 0, oracle=analysis.graph)
-                evidence = None
-                if summary is not None and not summary.ambiguous and not any(
-                        _eval_mode_call(s.scope) or (s.scope.loops and
-                                                     EvalForwardWithGrad._named_evaluation(s.analysis, s.scope))
+                if summary is not None and not any(
+                        _eval_mode_call(s.scope) or (s.scope.loops and (
+                            EvalForwardWithGrad._named_evaluation(s.analysis, s.scope)
+                            or _called_in_evaluation(s.analysis, s.scope)))
                         for s in summary.summaries):
-                    evidence = summary.whole()  # an evaluation helper is reported on its own
+                    evidence = every_candidate(summary)  # an evaluation helper is reported on its own
+                elif summary is None:
+                    evidence = model_method_evidence(analysis, call, scope, stmt)  # ``model.infer(x)``
             if evidence is not None:
-                return call, stmt, evidence
-        return None
+                yield stmt, evidence, direct
 
     @staticmethod
     def _fix(ctx, scope):
@@ -206,10 +340,115 @@ def evaluate(model, loader):
         return Fix(UNSAFE, "Decorate the function with `@torch.no_grad()`", tuple(edits))
 
 
+def _eval_mode_calls(scope, analysis=None):
+    """The ``x.eval()`` calls of the function, in source order; with ``analysis``, also
+    calls of project helpers that do it (``self.eval_mode()``; only helpers whose name
+    says "eval" are looked into, to keep the lookups few)."""
+    found = []
+    for call, stmt in scope.calls:
+        if _eval_mode(call) or (analysis is not None and not call.args and not call.keywords
+                                and "eval" in (called_name(call) or "")
+                                and _sets_eval_mode(analysis, call, scope, stmt)):
+            found.append(call)
+    return sorted(found, key=start_of)
+
+
+def _sets_eval_mode(analysis, call, scope, stmt) -> bool:
+    project = analysis.project
+    if project is None:
+        return False
+    refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
+    if not refs or len(refs) > 3:
+        return False
+    for ref in refs:
+        found = project.scope_for(ref)
+        if found is None or found[1] is scope or not _eval_mode_call(found[1]):
+            return False
+    return True
+
+
+def _eval_mode(call) -> bool:
+    """``model.eval()`` or ``model.train(False)``."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or call.keywords:
+        return False
+    if func.attr == "eval" and not call.args:
+        return not (isinstance(func.value, ast.Name) and func.value.id == "builtins")
+    return (func.attr == "train" and len(call.args) == 1 and isinstance(call.args[0], ast.Constant)
+            and call.args[0].value is False)
+
+
 def _eval_mode_call(scope):
-    for call, _ in scope.calls:
-        func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "eval" and not call.args and not call.keywords:
-            if not (isinstance(func.value, ast.Name) and func.value.id in ("builtins",)):
-                return call
-    return None
+    calls = _eval_mode_calls(scope)
+    return calls[0] if calls else None
+
+
+def _firm(evidence, node) -> bool:
+    """Evidence of a forward firm enough without an evaluation context: proven, or a
+    component of the object named like a model (``self.learner.actor(s)``), not any value
+    named so (``x.head(5)`` on a data frame in a lambda)."""
+    if evidence.strength == STRONG:
+        return True
+    call = node.value if isinstance(node, (ast.Assign, ast.Expr, ast.Return)) else node
+    for found in ast.walk(call):
+        name = dotted(found.func) if isinstance(found, ast.Call) and found.lineno == evidence.line else None
+        if name and f"`{name}`" in evidence.text:
+            return name.startswith("self.")
+    return False
+
+
+def _called_with_grad(analysis, scope) -> bool:
+    """Does some call in the linted files that reaches this function run with grad on? A
+    free function is matched by resolving each call (``test()`` in ``main.py`` is not the
+    ``test()`` smoke check of a model file); a method, whose receiver's class is rarely
+    known at the call (``policy.select_action(s)``), when some call of its name does."""
+    project = analysis.project
+    sites = project.call_sites(scope.name)
+    if all(off for _, _, off in sites):
+        return False
+    if scope.class_name:
+        return True
+    if len(sites) > MAX_CALL_SITES:
+        return False
+    me = (analysis.index.module_name, scope.qualname)
+    for module, caller in dict.fromkeys((module, caller) for module, caller, _ in sites):
+        found = scope_of_caller(project, module, caller)
+        if found is None:
+            continue
+        caller_analysis, caller_scope = found
+        for call, stmt in calls_named(caller_scope, scope.name):
+            if caller_analysis.index.ctx(stmt).grad_off:
+                continue
+            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, stmt)
+            if any((ref.module, ref.qualname) == me for ref in refs):
+                return True
+    return False
+
+
+def _own_class_calls_off(analysis, scope) -> bool:
+    """A method its own class calls (``self.visualize_results(epoch)``) only with grad
+    disabled. Where the name is too common across the project to follow every caller
+    (one such method per GAN variant), the class's own calls still decide."""
+    if not scope.class_name or scope.name.startswith("__"):
+        return False
+    sites = []
+    for method in analysis.index.methods(scope.class_name):
+        for call, stmt in method.calls:
+            func = call.func
+            if (isinstance(func, ast.Attribute) and func.attr == scope.name and isinstance(func.value, ast.Name)
+                    and func.value.id == "self"):
+                sites.append((method, stmt))
+    return bool(sites) and all(method is not scope and (analysis.index.ctx(stmt).grad_off
+                                                          or analysis.grad.scope_off(method))
+                               for method, stmt in sites)
+
+
+def _called_in_evaluation(analysis, scope):
+    return evaluation_callers(analysis, scope, lambda a, s: _eval_mode_calls(s, a),
+                              EvalForwardWithGrad._named_evaluation)
+
+
+def _guards(ctx) -> int:
+    """How many ``if``/``try`` branches inside the function may skip the statement."""
+    return sum(1 for block in ctx.blocks if not isinstance(block, LOOP_TYPES))
+

@@ -1,0 +1,75 @@
+"""Can a gradient computation in a function use what a given statement computes?
+
+A function that trains and then validates (``train()`` ending with ``model.eval()`` and a
+loop over the validation loader) runs backward passes that never see the validation
+outputs: the backward of the training loop ran before them, in a loop of its own. Only a
+gradient computation in the same iteration as the statement, or after it and outside any
+loop that does not also repeat the statement, can be handed its graph.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Optional, Tuple
+
+from .module_index import Scope, contains, start_of
+
+MAX_TARGETS = 3  # a call that may reach more project functions than this is not followed
+
+
+def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
+    """(call, description) of every place the function computes gradients: backward
+    calls, ``torch.autograd.grad`` (input gradients count: saliency, physics residuals),
+    and calls of project functions that call ``backward()`` themselves."""
+    memo = analysis.__dict__.setdefault("_gradient_points_memo", {})
+    key = id(scope.node)
+    if key in memo:
+        return memo[key]
+    points = []
+    for site in scope.backward_sites:
+        what = "`torch.autograd.grad`" if site.kind == "grad" else "`.backward()`"
+        points.append((site.call, f"{what} at line {site.call.lineno}"))
+    project = analysis.project
+    if project is not None:
+        kinds = analysis.graph.kinds
+        for call, stmt in scope.calls:
+            arity = 0
+            if isinstance(stmt, ast.Assign) and stmt.value is call and isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
+                arity = len(stmt.targets[0].elts)
+            refs = kinds.resolve_functions(call.func, scope, stmt, arity)
+            if refs and len(refs) <= MAX_TARGETS and all(project.calls_backward(r) for r in refs):
+                points.append((call, f"`{ast.unparse(call.func)}()` at line {call.lineno}, which calls `.backward()`"))
+    memo[key] = points
+    return points
+
+
+def gradient_reaching(analysis, scope: Scope, stmt: ast.AST) -> Optional[str]:
+    """Describe a gradient computation of ``scope`` that can use the value ``stmt``
+    computes, or None. One after ``stmt`` counts unless it sits in a loop that ended
+    before ``stmt``; one before it counts only in the same loop body as ``stmt`` (a value
+    carried to the next iteration), not in a nested loop that runs before it (the
+    training loop of an epoch that ends with validation)."""
+    index = analysis.index
+    ctx = index.ctx(stmt)
+    loops = ctx.loops if ctx is not None else ()
+    where = start_of(stmt)
+    for call, what in gradient_points(analysis, scope):
+        point_stmt = _statement_of(scope, call)
+        point_ctx = index.ctx(point_stmt) if point_stmt is not None else None
+        point_loops = point_ctx.loops if point_ctx is not None else ()
+        if start_of(call) >= where:
+            if all(contains(loop, stmt) or start_of(loop) > where for loop in point_loops):
+                return what
+        elif loops and all(contains(loop, stmt) for loop in point_loops) and contains(loops[-1], call):
+            return what
+    return None
+
+
+def _statement_of(scope: Scope, call: ast.AST):
+    for site in scope.backward_sites:
+        if site.call is call and site.stmt is not None:
+            return site.stmt
+    for found, stmt in scope.calls:
+        if found is call:
+            return stmt
+    return None

@@ -1,0 +1,191 @@
+"""Does a function let any autograd graph out? An action-selection step
+(``return self.q_net(state).argmax().detach().cpu().numpy()``) or a sampling script that
+only saves what it generates runs its forward passes for their values alone: when the
+function computes no gradient, returns nothing that carries a graph and stores nothing
+that does anywhere that outlives the call, no gradient can ever be taken of what its
+forwards record.
+
+Every way out is checked: returned and yielded values, assignments to attributes and to
+items of containers the function did not create, mutating calls on such containers
+(``self.buffer.append(q)``, ``self.w.add_(out)``), and graph-carrying arguments handed to
+project functions that may store or backpropagate them.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .detachers import COPYING_BUILTINS
+from .module_index import FUNC_TYPES, Scope, walk_nodes
+from .names import dotted
+
+# Builtins that keep nothing of their arguments beyond the value they return (which the
+# assignments and returns of the function are checked for).
+_READ_ONLY_ROOTS = frozenset({"print", "len", "isinstance", "repr", "str", "format", "float", "int", "round",
+                              "enumerate"}) | COPYING_BUILTINS
+
+
+MAX_DEPTH = 2
+
+
+def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Optional[str]:
+    """Why no graph recorded in ``scope`` can leave it, or None when one may. ``graph``
+    is the oracle to ask (one that assumes an argument carries a graph, for a callee)."""
+    if not scope.is_function or scope.backward_sites or depth > MAX_DEPTH:
+        return None
+    graph = graph or analysis.graph
+    local = _local_names(scope)
+    for node in walk_nodes(scope.node):
+        if node is not scope.node and isinstance(node, FUNC_TYPES + (ast.ClassDef,)):
+            return None  # a closure (``optimizer.step(closure)``) may take the graph elsewhere
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)):
+            return None
+    for stmt in _statements(scope):
+        if isinstance(stmt, ast.Return) and stmt.value is not None:
+            if graph.carrying(stmt.value, stmt) is not None:
+                return None
+        elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if any(_outlives_call(t, local) for t in targets) and graph.carrying(stmt.value, stmt) is not None:
+                return None
+    for call, stmt in scope.calls:
+        args = list(call.args) + [k.value for k in call.keywords]
+        if not args or not any(graph.carrying(arg, stmt) is not None for arg in args):
+            continue
+        if not harmless_call(analysis, scope, call, stmt, local, depth):
+            return None
+    return "it computes no gradient, returns no graph and stores none where it outlives the call"
+
+
+def _statements(scope: Scope):
+    for node in walk_nodes(scope.node):
+        if isinstance(node, ast.stmt) and node is not scope.node:
+            yield node
+
+
+def _local_names(scope: Scope) -> set:
+    """Names the function binds itself (not parameters): containers it created."""
+    return {key for key, defs in scope.defs.items()
+            if "." not in key and any(d.kind not in ("param", "import", "def") for d in defs)
+            and not any(d.kind == "param" for d in defs)}
+
+
+def _outlives_call(target, local: set) -> bool:
+    """An assignment target that is not a plain local name: ``self.x``, ``out[k]`` of a
+    container that came from outside."""
+    if isinstance(target, ast.Name):
+        return False
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_outlives_call(e, local) for e in target.elts)
+    if isinstance(target, ast.Starred):
+        return _outlives_call(target.value, local)
+    if isinstance(target, ast.Subscript):
+        base = dotted(target.value)
+        return base is None or base not in local
+    return True  # an attribute: state on an object
+
+
+def harmless_call(analysis, scope: Scope, call: ast.Call, stmt, local: set, depth: int = 0) -> bool:
+    """A call that takes a graph-carrying argument and can neither keep nor backpropagate it."""
+    func = call.func
+    imports = analysis.index.imports
+    if isinstance(func, ast.Name):
+        if func.id in _READ_ONLY_ROOTS:
+            return True
+        refs = analysis.graph.kinds.resolve_functions(func, scope, stmt)
+        if not refs and func.id in imports.aliases:
+            return True  # a library function (``save_image(out, path)``)
+        return _project_function_harmless(analysis, scope, refs, depth)
+    if not isinstance(func, ast.Attribute):
+        return False
+    receiver = dotted(func.value)
+    root = receiver.split(".")[0] if receiver else None
+    if root is not None and root in imports.aliases:
+        refs = analysis.graph.kinds.resolve_functions(func, scope, stmt)
+        if refs:
+            return _project_function_harmless(analysis, scope, refs, depth)  # ``Grid.save(images)``
+        return True  # a library function (``torch.cat``, ``np.save``, ``plt.imshow``): it keeps nothing
+    if root is not None and root in local and "." not in receiver:
+        return True  # a method of a value the function built (``samples.append(out)``, ``out.argmax()``)
+    if root is None and isinstance(func.value, ast.Call):
+        return True  # ``model(x).argmax()``: a method of a fresh result
+    if root == "self":
+        refs = analysis.graph.kinds.resolve_functions(func, scope, stmt)
+        return bool(refs) and _project_function_harmless(analysis, scope, refs, depth)  # a static helper
+    return False
+
+
+def _project_function_harmless(analysis, scope: Scope, refs, depth: int) -> bool:
+    """A free project function that neither calls ``backward()`` nor is a method that could
+    store the value on its object: ``save_grid(images, path)``."""
+    project = analysis.project
+    if project is None:
+        return False
+    if not refs or len(refs) > 3:
+        return False
+    for ref in refs:
+        found = project.scope_for(ref)
+        if found is None or project.calls_backward(ref):
+            return False
+        callee_analysis, callee = found
+        if callee.class_name and callee.params[:1] in (["self"], ["cls"]):
+            return False  # a method may keep the value on its object
+        for param in callee.params or [None]:
+            # Each argument in turn is taken to carry a graph: the callee must let none out.
+            oracle = callee_analysis.graph.assuming(callee, param) if param else None
+            if graph_stays_inside(callee_analysis, callee, depth + 1, oracle) is None:
+                return False
+    return True
+
+
+_SHAPE_METHODS = frozenset({"size", "numel", "dim", "nelement"})
+
+
+def shape_probe(scope: Scope, stmt) -> bool:
+    """Is the forward at ``stmt`` run only to learn a shape? Every later use of the names it
+    binds reads ``.shape``/``.size()``/``.numel()``/``len()``, or it is returned as such."""
+    targets = [t for t in getattr(stmt, "targets", [getattr(stmt, "target", None)]) if t is not None]
+    names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if isinstance(stmt, ast.Return) and stmt.value is not None:
+        return _reads_shape_only(stmt.value)
+    if not names:
+        return False
+    parents = {}
+    for node in walk_nodes(scope.node):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    used = False
+    for node in walk_nodes(scope.node):
+        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
+            used = True
+            if not _shape_use(node, parents):
+                return False
+    return used
+
+
+def _reads_shape_only(expr) -> bool:
+    """``self.body(x).view(-1).shape[0]``: a chain that ends in a shape read."""
+    node = expr
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute) and node.attr in ("shape", "ndim"):
+        return True
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _SHAPE_METHODS
+
+
+def _shape_use(node, parents) -> bool:
+    parent = parents.get(id(node))
+    while isinstance(parent, ast.Attribute) and parent.attr not in ("shape", "ndim"):
+        # ``out.view(-1).shape``: methods that reshape keep the question about shape
+        call = parents.get(id(parent))
+        if not (isinstance(call, ast.Call) and call.func is parent and parent.attr in ("view", "reshape", "flatten",
+                                                                                         "squeeze", "unsqueeze")):
+            break
+        node, parent = call, parents.get(id(call))
+    if isinstance(parent, ast.Attribute) and parent.attr in ("shape", "ndim"):
+        return True
+    if isinstance(parent, ast.Attribute) and parent.attr in _SHAPE_METHODS:
+        return isinstance(parents.get(id(parent)), ast.Call)
+    call = parent
+    return isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "len"
