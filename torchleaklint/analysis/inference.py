@@ -43,19 +43,89 @@ def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Op
             return None
     for stmt in _statements(scope):
         if isinstance(stmt, ast.Return) and stmt.value is not None:
-            if graph.carrying(stmt.value, stmt) is not None:
+            # What leaves must be free of graphs by its own spelling (``.item()``, ``.data``,
+            # ``.numpy()``...): the oracle failing to prove a graph is not proof of none.
+            if graph.carrying(stmt.value, stmt) is not None or not _spelled_graph_free(analysis, scope, stmt.value,
+                                                                                        stmt):
                 return None
         elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if any(_outlives_call(t, local) for t in targets) and graph.carrying(stmt.value, stmt) is not None:
                 return None
+    from_calls = _bound_from_calls(scope)
     for call, stmt in scope.calls:
         args = list(call.args) + [k.value for k in call.keywords]
-        if not args or not any(graph.carrying(arg, stmt) is not None for arg in args):
+        if not args or not any(_may_carry(analysis, scope, graph, arg, stmt, from_calls) for arg in args):
             continue
         if not harmless_call(analysis, scope, call, stmt, local, depth):
             return None
     return "it computes no gradient, returns no graph and stores none where it outlives the call"
+
+
+def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> bool:
+    """Is ``expr`` free of any graph by how it is written: a constant, a chain through a
+    detaching method or attribute (``q.max(1)[1].data[0]``, ``out.cpu().numpy()``), a
+    Python conversion, or a name every reaching definition of which is such a value."""
+    from .detachers import DETACH_BUILTINS, DETACH_METHODS, NON_CARRYING_ATTRS
+
+    if depth > 4 or expr is None:
+        return depth <= 4
+    if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.Compare)):
+        return True
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return all(_spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in expr.elts)
+    if isinstance(expr, ast.Dict):
+        return all(_spelled_graph_free(analysis, scope, v, stmt, depth + 1) for v in expr.values)
+    node = expr
+    while True:
+        if isinstance(node, ast.Attribute):
+            if node.attr in NON_CARRYING_ATTRS:
+                return True
+            node = node.value
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in DETACH_METHODS:
+                return True
+            if isinstance(func, ast.Name) and func.id in DETACH_BUILTINS:
+                return True
+            qual = analysis.index.imports.qualname(func) or ""
+            if qual.split(".")[0] in ("numpy", "math", "statistics", "random"):
+                return True  # a NumPy array or a Python number
+            if not isinstance(func, ast.Attribute):
+                return False
+            node = func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            break
+    if isinstance(node, ast.Name) and node is not expr or isinstance(expr, ast.Name):
+        name = node.id if isinstance(node, ast.Name) else None
+        defs = analysis.flow.reaching(scope, name, stmt) if name else []
+        return bool(defs) and all(d.kind == "assign" and d.index is None and
+                                  _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1) for d in defs)
+    return False
+
+
+def _bound_from_calls(scope: Scope) -> set:
+    """Names the function binds to the result of a call: values whose graph the oracle may
+    fail to prove (a model whose class it cannot see), so they are not assumed graph-free."""
+    return {key for key, defs in scope.defs.items()
+            if any(d.kind in ("assign", "aug") and any(isinstance(n, ast.Call) for n in walk_nodes(d.value))
+                   for d in defs if d.value is not None)}
+
+
+def _may_carry(analysis, scope: Scope, graph, arg, stmt, from_calls: set) -> bool:
+    """Could ``arg`` carry a graph? Proven by the oracle, or not excluded: it reads a name
+    bound from a call's result. Only values the oracle cannot prove and that come from
+    parameters, constants or attributes count as graph-free."""
+    if graph.carrying(arg, stmt) is not None:
+        return True
+    from .graph import _explicitly_detached
+    from .module_index import expr_keys
+
+    if _explicitly_detached(arg):
+        return False
+    return bool(analysis.flow.sources_of(scope, expr_keys(arg)) & from_calls)
 
 
 def _statements(scope: Scope):
@@ -90,6 +160,8 @@ def harmless_call(analysis, scope: Scope, call: ast.Call, stmt, local: set, dept
     """A call that takes a graph-carrying argument and can neither keep nor backpropagate it."""
     func = call.func
     imports = analysis.index.imports
+    if analysis.graph.kinds.module_call(call, scope, stmt) is not None:
+        return True  # a forward pass: what it returns is followed through the function
     if isinstance(func, ast.Name):
         if func.id in _READ_ONLY_ROOTS:
             return True

@@ -172,6 +172,8 @@ for x in batches:
                     continue
                 if legitimate_keep(analysis, scope, site.container, site.stmt, escape.loop) is not None:
                     continue
+                if "." not in site.container and _in_module_method(analysis, scope):
+                    continue  # a local list of an nn.Module method builds that module's output
                 trains = self._trains(analysis, scope, escape.loop)
                 per_call = None
                 if not trains and not _forward_kept_without_backward(analysis, scope, site, evidence, escape):
@@ -275,14 +277,16 @@ def _kept_on_object_per_call(analysis, scope, site, evidence, escape):
     return repeated_call_site(analysis, scope)
 
 
+def _in_module_method(analysis, scope) -> bool:
+    project = analysis.project
+    return bool(scope.class_name and project is not None
+                and project.is_module_class(analysis.index.module_name, scope.class_name))
+
+
 def _no_backward_outside_modules(analysis, scope) -> bool:
     """No backward (nor ``autograd.grad``) runs in this function, which is not a method of
     an nn.Module (whose outputs feed the caller's graph)."""
-    if scope.backward_sites:
-        return False
-    project = analysis.project
-    return not (scope.class_name and project is not None
-                and project.is_module_class(analysis.index.module_name, scope.class_name))
+    return not scope.backward_sites and not _in_module_method(analysis, scope)
 
 
 _CONTAINER_CLASSES = frozenset({"list", "dict", "set", "deque", "defaultdict", "OrderedDict", "Counter",
