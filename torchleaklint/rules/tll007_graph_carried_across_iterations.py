@@ -134,6 +134,8 @@ for x in batches:
                 backward = loop_calls_backward(analysis, scope, loop, retained=True)
                 if backward is None:
                     continue
+                if not backward.startswith("`.backward()`") and module_method(analysis, scope):
+                    continue  # a module's forward over its layers; a helper it calls (profiling) backpropagates
                 for state in carried_states(analysis, scope, loop):
                     if _pure_sum(state.stmt, state.key) or (id(state.stmt), state.key) in reported:
                         continue  # `total = total + loss` is TLL002's finding
