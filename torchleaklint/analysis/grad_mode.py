@@ -4,6 +4,7 @@ whose every caller in the linted tree runs them with grad disabled."""
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 from .module_index import Scope, grad_off_call
@@ -43,6 +44,9 @@ class GradMode:
             reason = grad_off_call(deco, index.imports)
             if reason:
                 return f"decorated with `@{reason}`"
+            reason = self._project_decorator_off(deco, scope)
+            if reason:
+                return reason
         project = self.analysis.project
         if scope.class_name and scope.name in LIGHTNING_NO_GRAD_HOOKS:
             if project is not None and project.is_lightning_class(index.module_name, scope.class_name):
@@ -69,3 +73,32 @@ class GradMode:
             if caller_scope is scope or not analysis.grad.scope_off(caller_scope, depth + 1):
                 return None
         return f"every call of `{scope.name}` in the linted files runs under no_grad"
+
+    def _project_decorator_off(self, deco, scope: Scope) -> Optional[str]:
+        """``@smart_inference_mode()``: a project decorator (or decorator factory) whose body
+        applies ``torch.inference_mode``/``torch.no_grad`` to the function it wraps."""
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        kinds = self.analysis.graph.kinds
+        project = self.analysis.project
+        if project is None or not isinstance(target, (ast.Name, ast.Attribute)):
+            return None
+        refs = kinds.resolve_functions(target, scope, None)
+        if len(refs) != 1:
+            return None
+        found = project.scope_for(refs[0])
+        if found is None:
+            return None
+        analysis, decorator = found
+        imports = analysis.index.imports
+        applied = None
+        for node in ast.walk(decorator.node):
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                qual = imports.qualname(node) or ""
+                if qual in ("torch.enable_grad", "torch.set_grad_enabled"):
+                    return None  # it may also switch grad on: not decided here
+                if qual in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                            "torch.autograd.grad_mode.no_grad"):
+                    applied = qual.rsplit(".", 1)[-1]
+        if applied is None:
+            return None
+        return f"decorated with `@{ast.unparse(deco)}`, a project decorator that applies `torch.{applied}`"
