@@ -66,28 +66,22 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
     """Is ``expr`` free of any graph by how it is written: a constant, a chain through a
     detaching method or attribute (``q.max(1)[1].data[0]``, ``out.cpu().numpy()``), a
     Python conversion, or a name every reaching definition of which is such a value."""
-    from .detachers import DETACH_BUILTINS, DETACH_METHODS, NON_CARRYING_ATTRS
+    from .graph import _explicitly_detached
 
-    if depth > 4 or expr is None:
-        return depth <= 4
-    if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.Compare)):
-        return True
+    if depth > 4:
+        return False
     if isinstance(expr, (ast.Tuple, ast.List)):
         return all(_spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in expr.elts)
     if isinstance(expr, ast.Dict):
         return all(_spelled_graph_free(analysis, scope, v, stmt, depth + 1) for v in expr.values)
     node = expr
     while True:
+        if _explicitly_detached(node):  # a constant, ``.item()``, ``.data``, ``float(x)`` on the chain
+            return True
         if isinstance(node, ast.Attribute):
-            if node.attr in NON_CARRYING_ATTRS:
-                return True
             node = node.value
         elif isinstance(node, ast.Call):
             func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in DETACH_METHODS:
-                return True
-            if isinstance(func, ast.Name) and func.id in DETACH_BUILTINS:
-                return True
             qual = analysis.index.imports.qualname(func) or ""
             if qual.split(".")[0] in ("numpy", "math", "statistics", "random"):
                 return True  # a NumPy array or a Python number
@@ -98,9 +92,8 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
             node = node.value
         else:
             break
-    if isinstance(node, ast.Name) and node is not expr or isinstance(expr, ast.Name):
-        name = node.id if isinstance(node, ast.Name) else None
-        defs = analysis.flow.reaching(scope, name, stmt) if name else []
+    if isinstance(node, ast.Name):  # the chain's root (or ``expr`` itself): judged by its definitions
+        defs = analysis.flow.reaching(scope, node.id, stmt)
         return bool(defs) and all(d.kind == "assign" and d.index is None and
                                   _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1) for d in defs)
     return False

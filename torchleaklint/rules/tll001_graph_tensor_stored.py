@@ -7,6 +7,7 @@ import ast
 from ..analysis.graph import CONVENTION
 from ..analysis.lifetimes import legitimate_keep, outlives_iteration
 from ..analysis.loops import function_calls_backward, loop_calls_backward
+from ..analysis.stepped_state import module_method
 from ..analysis.stores import all_stores
 from ..analysis.uses import classify_uses
 from .base import Invalid, Rule, RuleContext
@@ -172,7 +173,7 @@ for x in batches:
                     continue
                 if legitimate_keep(analysis, scope, site.container, site.stmt, escape.loop) is not None:
                     continue
-                if "." not in site.container and _in_module_method(analysis, scope):
+                if "." not in site.container and module_method(analysis, scope):
                     continue  # a local list of an nn.Module method builds that module's output
                 trains = self._trains(analysis, scope, escape.loop)
                 per_call = None
@@ -257,7 +258,7 @@ def _forward_kept_without_backward(analysis, scope, site, evidence, escape) -> b
         return False
     if site.how == "setitem":
         return False  # ``outputs[t] = out``: a buffer filled once per sequence, bounded by its size
-    return _no_backward_outside_modules(analysis, scope)
+    return not scope.backward_sites  # (module methods' local lists were set aside by the caller)
 
 
 def _kept_on_object_per_call(analysis, scope, site, evidence, escape):
@@ -267,8 +268,7 @@ def _kept_on_object_per_call(analysis, scope, site, evidence, escape):
     nn.Module's ``forward``, whose kept outputs belong to its caller's graph."""
     if escape.loop is not None or "." not in site.container or evidence.strength == CONVENTION:
         return None
-    if scope.name in ("forward", "__call__") and scope.class_name and analysis.project is not None \
-            and analysis.project.is_module_class(analysis.index.module_name, scope.class_name):
+    if scope.name in ("forward", "__call__") and module_method(analysis, scope):
         return None
     if scope.backward_sites:
         return None
@@ -277,16 +277,10 @@ def _kept_on_object_per_call(analysis, scope, site, evidence, escape):
     return repeated_call_site(analysis, scope)
 
 
-def _in_module_method(analysis, scope) -> bool:
-    project = analysis.project
-    return bool(scope.class_name and project is not None
-                and project.is_module_class(analysis.index.module_name, scope.class_name))
-
-
 def _no_backward_outside_modules(analysis, scope) -> bool:
     """No backward (nor ``autograd.grad``) runs in this function, which is not a method of
     an nn.Module (whose outputs feed the caller's graph)."""
-    return not scope.backward_sites and not _in_module_method(analysis, scope)
+    return not scope.backward_sites and not module_method(analysis, scope)
 
 
 _CONTAINER_CLASSES = frozenset({"list", "dict", "set", "deque", "defaultdict", "OrderedDict", "Counter",
