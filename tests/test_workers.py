@@ -27,6 +27,7 @@ def each(state, items):
 
 
 def fail(state, items):
+    time.sleep(0.2 if items[0] == 5 else 0)  # the later item fails first
     raise ValueError(f"bad item {items[0]}")
 
 
@@ -63,7 +64,7 @@ def test_results_in_order_and_each_worker_keeps_its_state(workers):
     assert [pid for _, pid in answers] == [pids[w] for w in assigned]
 
 
-def test_an_error_in_a_worker_is_raised_in_the_parent(workers):
+def test_an_error_in_a_worker_is_raised_in_the_parent_in_item_order(workers):
     with pytest.raises(ValueError, match="bad item 5"):
         list(workers.map("fail", [5, 6], chunk=1))
 

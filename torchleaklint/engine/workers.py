@@ -63,10 +63,18 @@ class Workers:
                 sent += 1
             for conn in wait([self._conns[w] for w in busy]):
                 worker = self._conns.index(conn)
-                done[busy.pop(worker)] = (worker, self._receive(worker))
+                index = busy.pop(worker)
+                try:
+                    done[index] = (worker, self._receive(worker))
+                except WorkerError:
+                    raise
+                except Exception as exc:  # raised when its chunk's turn comes, as a pool does
+                    done[index] = (worker, exc)
                 idle.append(worker)
             while following in done:
                 worker, results = done.pop(following)
+                if isinstance(results, BaseException):
+                    raise results
                 for result in results:
                     yield worker, result
                 following += 1
