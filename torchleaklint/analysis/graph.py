@@ -373,15 +373,19 @@ class GraphOracle:
         return None
 
     def _is_distribution(self, receiver, scope: Scope, stmt) -> bool:
-        """``dist`` bound to ``Categorical(...)``/``torch.distributions.Normal(...)``."""
+        """``dist`` bound to ``Categorical(...)``/``torch.distributions.Normal(...)``, or to
+        what a forward pass returns (``dist, value = model(state)``): a tensor has no
+        ``sample()``, so a forward's output that has one is a distribution object."""
         imports = self.index.imports
-        values = [receiver]
+        defs = [(receiver, stmt)]
         key = dotted(receiver)
         if key is not None:
-            values = [d.value for d in self.analysis.flow.reaching(scope, key, stmt) if d.kind == "assign"]
-        return bool(values) and all(
-            isinstance(v, ast.Call) and (imports.qualname(v.func) or "").startswith("torch.distributions.")
-            for v in values)
+            defs = [(d.value, d.stmt) for d in self.analysis.flow.reaching(scope, key, stmt) if d.kind == "assign"]
+        return bool(defs) and all(
+            isinstance(v, ast.Call) and (
+                (imports.qualname(v.func) or "").startswith("torch.distributions.")
+                or self.kinds.module_call(v, scope, at) is not None)
+            for v, at in defs)
 
     def _loss_call(self, call, qual, scope, stmt, bindings=None, depth=0) -> Optional[Evidence]:
         """A loss of inputs that carry a graph. A loss of detached or plain inputs (metrics
