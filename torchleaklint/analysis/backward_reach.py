@@ -20,7 +20,8 @@ MAX_TARGETS = 3  # a call that may reach more project functions than this is not
 def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
     """(call, description) of every place the function computes gradients: backward
     calls, ``torch.autograd.grad`` (input gradients count: saliency, physics residuals),
-    and calls of project functions that call ``backward()`` themselves."""
+    and calls of project functions that call either themselves (a Hessian-vector product
+    or Jacobian helper differentiates what it is handed)."""
     memo = analysis.__dict__.setdefault("_gradient_points_memo", {})
     key = id(scope.node)
     if key in memo:
@@ -37,8 +38,9 @@ def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
             if isinstance(stmt, ast.Assign) and stmt.value is call and isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
                 arity = len(stmt.targets[0].elts)
             refs = kinds.resolve_functions(call.func, scope, stmt, arity)
-            if refs and len(refs) <= MAX_TARGETS and all(project.calls_backward(r) for r in refs):
-                points.append((call, f"`{ast.unparse(call.func)}()` at line {call.lineno}, which calls `.backward()`"))
+            if refs and len(refs) <= MAX_TARGETS and all(project.computes_gradients(r) for r in refs):
+                what = "calls `.backward()`" if all(project.calls_backward(r) for r in refs) else "computes gradients"
+                points.append((call, f"`{ast.unparse(call.func)}()` at line {call.lineno}, which {what}"))
     memo[key] = points
     return points
 

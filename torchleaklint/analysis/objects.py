@@ -342,8 +342,15 @@ class ObjectKinds:
         module = self.index.module_name
         if isinstance(func, ast.Name):
             table = project.tables.get(module)
-            if table is not None and func.id in table.functions:
-                return [FunctionRef(module, func.id)]
+            if table is not None:
+                # A function nested in this one (or an enclosing one) shadows a module-level one.
+                outer = scope.qualname if scope.is_function else ""
+                while outer in table.functions:
+                    if f"{outer}.{func.id}" in table.functions:
+                        return [FunctionRef(module, f"{outer}.{func.id}")]
+                    outer = outer.rpartition(".")[0]
+                if func.id in table.functions:
+                    return [FunctionRef(module, func.id)]
             target = self.index.imports.aliases.get(func.id)
             if target:
                 found = project.resolve_symbol(target)

@@ -52,6 +52,8 @@ class SymbolTable:
     imports: Dict[str, str] = field(default_factory=dict)
     call_sites: Dict[str, List[Tuple[str, bool]]] = field(default_factory=dict)
     backward_functions: Set[str] = field(default_factory=set)
+    # functions that compute gradients: ``backward()`` or ``torch.autograd.grad``
+    gradient_functions: Set[str] = field(default_factory=set)
     callees: Dict[str, Set[str]] = field(default_factory=dict)  # qualname -> simple names called
     # class name -> names its instances are bound to (``self.norm = RunningNorm(...)`` -> norm)
     instances: Dict[str, Set[str]] = field(default_factory=dict)
@@ -69,6 +71,8 @@ def module_symbols(index: ModuleIndex, path: str) -> SymbolTable:
             table.functions[scope.qualname] = scope.name
             if any(site.kind != "grad" for site in scope.backward_sites):
                 table.backward_functions.add(scope.qualname)
+            if scope.backward_sites:
+                table.gradient_functions.add(scope.qualname)
         for key, defs in scope.defs.items():
             for d in defs:
                 value = d.value
@@ -284,9 +288,18 @@ class ProjectIndex:
                     todo.append(found)
         return []
 
-    def calls_backward(self, ref: FunctionRef, depth: int = 0) -> bool:
+    def calls_backward(self, ref: FunctionRef) -> bool:
         """Does the function call ``backward()`` itself or through project callees?"""
-        key = ("calls_backward", ref)
+        return self._reaches(ref, "backward_functions")
+
+    def computes_gradients(self, ref: FunctionRef) -> bool:
+        """Does the function call ``backward()`` or ``torch.autograd.grad`` itself or
+        through project callees (a Hessian-vector product, a Jacobian helper)?"""
+        return self._reaches(ref, "gradient_functions")
+
+    def _reaches(self, ref: FunctionRef, table_set: str, depth: int = 0) -> bool:
+        """Is the function in the tables' ``table_set``, or does it call one that is?"""
+        key = (table_set, ref)
         if key in self.memo:
             return bool(self.memo[key])
         if key in self.in_progress or depth > 3:
@@ -294,7 +307,7 @@ class ProjectIndex:
         table = self.tables.get(ref.module)
         if table is None:
             return False
-        if ref.qualname in table.backward_functions:
+        if ref.qualname in getattr(table, table_set):
             self.memo[key] = True
             return True
         self.in_progress.add(key)
@@ -304,7 +317,7 @@ class ProjectIndex:
                 targets = self.functions_named(name)
                 if len(targets) != 1:
                     continue  # a common name: which function runs is not known
-                if self.calls_backward(targets[0], depth + 1):
+                if self._reaches(targets[0], table_set, depth + 1):
                     found = True
                     break
         finally:

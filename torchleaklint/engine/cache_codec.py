@@ -115,6 +115,7 @@ def encode_table(table: "Optional[SymbolTable]") -> Optional[list]:
             {name: [[caller for caller, _ in sites], [off for _, off in sites]]
              for name, sites in table.call_sites.items()},
             sorted(table.backward_functions),
+            sorted(table.gradient_functions),
             {name: sorted(called) for name, called in table.callees.items()},
             {name: sorted(bound) for name, bound in table.instances.items()}]
 
@@ -124,7 +125,7 @@ def decode_table(value) -> "Optional[SymbolTable]":
         return None
     from ..analysis.project import SymbolTable
 
-    module, path, functions, classes, imports, call_sites, backward, callees, instances = row(value, 9)
+    module, path, functions, classes, imports, call_sites, backward, gradients, callees, instances = row(value, 10)
     sites = {}
     for name, (callers, offs) in ((name, row(found, 2)) for name, found in mapping(call_sites).items()):
         if len(texts(callers)) != len(items(offs)) or not all(type(off) is bool for off in offs):
@@ -132,4 +133,5 @@ def decode_table(value) -> "Optional[SymbolTable]":
         sites[name] = list(zip(callers, offs))
     return SymbolTable(text(module), text(path), text_map(functions),
                        {k: texts(v) for k, v in mapping(classes).items()}, text_map(imports), sites,
-                       set(texts(backward)), text_set_map(callees), text_set_map(instances))
+                       set(texts(backward)), set(texts(gradients)), text_set_map(callees),
+                       text_set_map(instances))
