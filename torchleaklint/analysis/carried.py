@@ -12,7 +12,7 @@ from typing import Iterator, List, Optional
 from .detachers import DETACH_METHODS
 from .graph import Evidence
 from .lifetimes import every_iteration
-from .module_index import LOOP_TYPES, Scope, contains, container_key
+from .module_index import LOOP_TYPES, Scope, contains, container_key, start_of
 from .names import dotted, words
 
 DETACHING_HELPER_WORDS = frozenset({"detach", "repackage", "truncate", "cut", "stop"})
@@ -137,7 +137,8 @@ def _cut_each_iteration(analysis, scope: Scope, loop, key: str, carrying) -> boo
         if not refs:
             # Re-initialised (``hidden = model.init_hidden(bsz)``) — on every iteration; a reset
             # at episode ends still lets a whole episode's graphs pile up.
-            if every_iteration(analysis, stmt, loop) or _runs_before(analysis, stmt, carrying):
+            if (every_iteration(analysis, stmt, loop) or _runs_before(analysis, stmt, carrying)
+                    or _same_guard_before(analysis, scope, loop, stmt, carrying)):
                 return True
             continue
         if all(_detached_read(n, stmt.value) for n in refs):
@@ -181,6 +182,50 @@ def _runs_before(analysis, first, second) -> bool:
     if a is None or b is None or (first.lineno, first.col_offset) >= (second.lineno, second.col_offset):
         return False
     return len(a.blocks) <= len(b.blocks) and all(x is y for x, y in zip(a.blocks, b.blocks))
+
+
+def _same_guard_before(analysis, scope: Scope, loop, first, second) -> bool:
+    """Does ``first`` run before ``second`` whenever ``second`` runs, because both sit
+    under ``if`` tests that are the same expression and nothing in the loop rebinds
+    (``if model.recurrent: memory = init`` ... ``if model.recurrent: memory = step(memory)``)?"""
+    a, b = analysis.index.ctx(first), analysis.index.ctx(second)
+    if a is None or b is None or start_of(first) >= start_of(second):
+        return False
+    shared = 0
+    while shared < min(len(a.blocks), len(b.blocks)) and a.blocks[shared] is b.blocks[shared]:
+        shared += 1
+    extra = a.blocks[shared:]
+    if not extra:
+        return False
+    tests = {ast.dump(t) for t in _if_tests_holding(b.blocks[shared:], second)}
+    for block in extra:
+        guard = _if_tests_holding([block], first)
+        if not guard or ast.dump(guard[0]) not in tests or _rebound_in(scope, loop, guard[0]):
+            return False
+    return True
+
+
+def _if_tests_holding(blocks, stmt) -> List[ast.AST]:
+    """The tests of the ``if`` statements among ``blocks`` whose body (not ``else``) holds ``stmt``."""
+    out = []
+    for block in blocks:
+        owner = getattr(block, "owner", None)
+        if isinstance(owner, ast.If) and any(s is stmt or contains(s, stmt) for s in owner.body):
+            out.append(owner.test)
+    return out
+
+
+def _rebound_in(scope: Scope, loop, test) -> bool:
+    """Is a name or attribute the test reads (or a prefix of it) bound inside ``loop``?"""
+    keys = {dotted(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute))} - {None}
+    if any(isinstance(n, ast.Call) for n in ast.walk(test)):
+        return True  # a call may answer differently each time
+    for key in keys:
+        parts = key.split(".")
+        for i in range(1, len(parts) + 1):
+            if any(contains(loop, d.stmt) for d in scope.defs_of(".".join(parts[:i]))):
+                return True
+    return False
 
 
 def initial_value(analysis, scope: Scope, loop, key: str) -> Optional[ast.AST]:
