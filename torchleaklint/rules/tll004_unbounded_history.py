@@ -237,6 +237,7 @@ class Agent:
                         return True
                     if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                        targets = [e for t in targets for e in _unpacked(t)]  # ``self.a, self.b = [], []``
                         if any(_same(t, key, attr) for t in targets) and not isinstance(node, ast.AugAssign):
                             return True
                     if isinstance(node, ast.Compare):
@@ -357,12 +358,22 @@ def _periodic(analysis, stmt) -> bool:
 
 
 def _setup_only(analysis, scope) -> bool:
-    """Every call of the appending method comes from ``__init__`` (a builder run once)."""
+    """Every call of the appending method comes from ``__init__`` (a builder run once), or
+    from the method itself (a recursive walk over the module tree started there)."""
     project = analysis.project
     if project is None or not scope.is_function:
         return False
     sites = project.call_sites(scope.name)
-    return bool(sites) and all(caller.endswith(".__init__") for _, caller, _ in sites)
+    own = (analysis.index.module_name, scope.qualname)
+    return (any(caller.endswith(".__init__") for _, caller, _ in sites)
+            and all(caller.endswith(".__init__") or (module, caller) == own for module, caller, _ in sites))
+
+
+def _unpacked(target):
+    """The targets a tuple or list assignment binds, one by one (the target itself otherwise)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [e for elt in target.elts for e in _unpacked(elt)]
+    return [target]
 
 
 def _sibling_len_check(analysis, scope, key) -> bool:
