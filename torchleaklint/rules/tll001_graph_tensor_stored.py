@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis.backward_reach import gradient_points
 from ..analysis.graph import CONVENTION
 from ..analysis.lifetimes import legitimate_keep, outlives_iteration
 from ..analysis.loops import function_calls_backward, loop_calls_backward
+from ..analysis.module_index import start_of
 from ..analysis.stepped_state import module_method
 from ..analysis.stores import all_stores
 from ..analysis.uses import classify_uses
@@ -201,7 +203,8 @@ for x in batches:
                                f"which outlives the {lifetime}; each step's graph stays alive")
                 else:
                     message = (f"`{value}` carries an autograd graph and is stored in `{site.container}`, "
-                               f"which outlives the iteration; no backward pass runs here and grad is on "
+                               f"which outlives the iteration; no backward pass runs here or is handed "
+                               f"`{site.container}`, and grad is on "
                                f"(no `no_grad` on any path to this loop), so every iteration's graph and "
                                f"saved activations stay alive")
                 if evidence.strength == CONVENTION:
@@ -258,7 +261,28 @@ def _forward_kept_without_backward(analysis, scope, site, evidence, escape) -> b
         return False
     if site.how == "setitem":
         return False  # ``outputs[t] = out``: a buffer filled once per sequence, bounded by its size
-    return not scope.backward_sites  # (module methods' local lists were set aside by the caller)
+    # A backward here, or in a project function handed the container itself (``loss_fn(
+    # policies, values)`` that calls ``.backward()``), consumes them. (Module methods' local
+    # lists were set aside by the caller.)
+    if scope.backward_sites:
+        return False
+    return not any(_hands_container(analysis, scope, site, call) for call, _ in gradient_points(analysis, scope))
+
+
+def _hands_container(analysis, scope, site, call) -> bool:
+    """Is the container, as the loop filled it (not rebound since, as by
+    ``log_probs = torch.cat(log_probs).detach()``), an argument of ``call``?"""
+    stmt = next((st for found, st in scope.calls if found is call), None)
+    if stmt is None:
+        return False
+    filled = {id(d.stmt) for d in analysis.flow.reaching(scope, site.container, site.stmt)
+              if d.start < start_of(site.stmt)}  # the bindings the loop fills, not later rebinds
+    for arg in list(call.args) + [k.value for k in call.keywords]:
+        if any(isinstance(n, ast.Name) and n.id == site.container for n in ast.walk(arg)):
+            handed = analysis.flow.reaching(scope, site.container, stmt)
+            if handed and all(id(d.stmt) in filled for d in handed):
+                return True
+    return False
 
 
 def _kept_on_object_per_call(analysis, scope, site, evidence, escape):
