@@ -58,7 +58,7 @@ class GradMode:
                 return outer
         if project is None or depth >= MAX_CALLER_DEPTH:
             return None
-        sites = project.call_sites(scope.name)
+        sites = project.call_sites_of(index.module_name, scope.name)
         if not sites or len(sites) > MAX_CALL_SITES:
             return None  # no caller, or a name too common to follow
         for module, caller, off in sites:

@@ -50,7 +50,7 @@ def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Op
                 return None
         elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            if any(_outlives_call(t, local) for t in targets) and graph.carrying(stmt.value, stmt) is not None:
+            if any(_outlives_call(t, local) for t in targets) and _carried_by(analysis, scope, graph, stmt.value, stmt):
                 return None
     from_calls = _bound_from_calls(scope)
     for call, stmt in scope.calls:
@@ -97,6 +97,17 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
         return bool(defs) and all(d.kind == "assign" and d.index is None and
                                   _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1) for d in defs)
     return False
+
+
+def _carried_by(analysis, scope: Scope, graph, value, stmt) -> bool:
+    """Could the value stored, or an item of the tuple, list or dict it builds
+    (``self.transition = [state, log_prob]``), carry a graph (see :func:`_may_carry`)?"""
+    if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+        return any(_carried_by(analysis, scope, graph, e.value if isinstance(e, ast.Starred) else e, stmt)
+                   for e in value.elts)
+    if isinstance(value, ast.Dict):
+        return any(_carried_by(analysis, scope, graph, v, stmt) for v in value.values)
+    return _may_carry(analysis, scope, graph, value, stmt, _bound_from_calls(scope))
 
 
 def _bound_from_calls(scope: Scope) -> set:

@@ -199,6 +199,44 @@ class ProjectIndex:
             self._call_sites = sites
         return self._call_sites.get(name, [])
 
+    def call_sites_of(self, module: str, name: str) -> List[Tuple[str, str, bool]]:
+        """``call_sites(name)`` for the function ``name`` of ``module``, without the calls in
+        modules that do not import ``module`` but define a function of that name themselves
+        or import another project module that does: those run their own (a script with its
+        own ``Actor.get_action``)."""
+        out = []
+        for site in self.call_sites(name):
+            caller_module = site[0]
+            if caller_module != module and not self._imports_module(caller_module, module) \
+                    and self._defines_or_imports(caller_module, name):
+                continue
+            out.append(site)
+        return out
+
+    def _defines_or_imports(self, module: str, name: str) -> bool:
+        table = self.tables.get(module)
+        if table is None:
+            return False
+        if name in table.functions.values():
+            return True
+        return any(self._imports_module(module, ref.module) for ref in self.functions_named(name))
+
+    def _imports_module(self, module: str, target: str) -> bool:
+        key = ("imports_module", module, target)
+        if key not in self.memo:
+            table = self.tables.get(module)
+            found = False
+            for qualified in (table.imports.values() if table is not None else ()):
+                if self.find_module(qualified) == target:
+                    found = True
+                else:
+                    resolved = self.resolve_symbol(qualified)
+                    found = resolved is not None and resolved[0] == target
+                if found:
+                    break
+            self.memo[key] = found
+        return bool(self.memo[key])
+
     def instance_names(self, class_name: str) -> Set[str]:
         out: Set[str] = set()
         for table in self.tables.values():
