@@ -199,6 +199,12 @@ class ProjectIndex:
             self._call_sites = sites
         return self._call_sites.get(name, [])
 
+    def is_test_module(self, module: str) -> bool:
+        from ..rules.testpaths import is_test_path
+
+        table = self.tables.get(module)
+        return table is not None and is_test_path(table.path)
+
     def call_sites_of(self, module: str, name: str) -> List[Tuple[str, str, bool]]:
         """``call_sites(name)`` for the function ``name`` of ``module``, without the calls in
         modules that do not import ``module`` but define a function of that name themselves

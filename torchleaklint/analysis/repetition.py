@@ -54,3 +54,15 @@ def repeated_call_site(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
 
 def _short(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def setup_only(analysis, scope: Scope) -> bool:
+    """Every call of the function comes from ``__init__`` (a builder run once), or from the
+    function itself (a recursive walk over the module tree started there)."""
+    project = analysis.project
+    if project is None or not scope.is_function:
+        return False
+    sites = project.call_sites_of(analysis.index.module_name, scope.name)
+    own = (analysis.index.module_name, scope.qualname)
+    return (any(caller.endswith(".__init__") for _, caller, _ in sites)
+            and all(caller.endswith(".__init__") or (module, caller) == own for module, caller, _ in sites))

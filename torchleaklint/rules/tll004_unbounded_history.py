@@ -8,6 +8,7 @@ from typing import List, Optional
 from ..analysis.epochs import runs_per_epoch
 from ..analysis.instance_lifetime import built_per_call, short_lived
 from ..analysis.names import dotted, words
+from ..analysis.repetition import setup_only
 from ..analysis.stores import store_in_stmt
 from ..analysis.windows import tail_window_only
 from ..diagnostics import UNSAFE, Edit, Fix
@@ -191,7 +192,7 @@ class Agent:
             scope, stmt = appender
             if _deduplicated(analysis, key, scopes):
                 continue
-            if _periodic(analysis, stmt) or _setup_only(analysis, scope) or _sibling_len_check(analysis, scope, key):
+            if _periodic(analysis, stmt) or setup_only(analysis, scope) or _sibling_len_check(analysis, scope, key):
                 continue
             if window is None and not analysis.index.ctx(stmt).loops and runs_per_epoch(analysis, scope):
                 continue  # one entry per epoch: bounded by the epoch count the run sets
@@ -355,18 +356,6 @@ def _periodic(analysis, stmt) -> bool:
                                              for n in ast.walk(owner.test)):
             return True
     return False
-
-
-def _setup_only(analysis, scope) -> bool:
-    """Every call of the appending method comes from ``__init__`` (a builder run once), or
-    from the method itself (a recursive walk over the module tree started there)."""
-    project = analysis.project
-    if project is None or not scope.is_function:
-        return False
-    sites = project.call_sites(scope.name)
-    own = (analysis.index.module_name, scope.qualname)
-    return (any(caller.endswith(".__init__") for _, caller, _ in sites)
-            and all(caller.endswith(".__init__") or (module, caller) == own for module, caller, _ in sites))
 
 
 def _unpacked(target):

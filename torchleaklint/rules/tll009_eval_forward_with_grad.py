@@ -12,6 +12,7 @@ from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, called_name, calls_named, start_of
 from ..analysis.names import dotted, words
 from ..analysis.project import MAX_CALL_SITES
+from ..analysis.repetition import setup_only
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import import_edit, line_before, torch_name
@@ -215,6 +216,8 @@ def evaluate(model, loader):
             return self._handed_over(analysis, scope)
         if shape_probe(scope, stmt):
             return "a shape probe"  # ``self.conv(torch.zeros(1, *shape)).numel()``: built once, freed at once
+        if setup_only(analysis, scope):
+            return "called only while an object is built"  # once per construction, nothing repeats it
         if not _firm(evidence, stmt):
             return "a forward known by its name only"
         if not _called_with_grad(analysis, scope):
