@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .detachers import COPYING_BUILTINS
+from .detachers import COPYING_BUILTINS, DISTRIBUTION_DRAWS
 from .module_index import FUNC_TYPES, Scope, walk_nodes
 from .names import dotted
 
@@ -65,7 +65,8 @@ def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Op
 def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> bool:
     """Is ``expr`` free of any graph by how it is written: a constant, a chain through a
     detaching method or attribute (``q.max(1)[1].data[0]``, ``out.cpu().numpy()``), a
-    Python conversion, or a name every reaching definition of which is such a value."""
+    draw (``sample()``) from anything but a model, a Python conversion, or a name every
+    reaching definition of which is such a value."""
     from .graph import _explicitly_detached
 
     if depth > 4:
@@ -87,6 +88,8 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
                 return True  # a NumPy array or a Python number
             if not isinstance(func, ast.Attribute):
                 return False
+            if func.attr in DISTRIBUTION_DRAWS and not _is_module(analysis, scope, func.value, stmt):
+                return True  # a draw from a distribution or an action space (a model's own ``sample()`` is not)
             node = func.value
         elif isinstance(node, ast.Subscript):
             node = node.value
@@ -107,7 +110,15 @@ def _carried_by(analysis, scope: Scope, graph, value, stmt) -> bool:
                    for e in value.elts)
     if isinstance(value, ast.Dict):
         return any(_carried_by(analysis, scope, graph, v, stmt) for v in value.values)
-    return _may_carry(analysis, scope, graph, value, stmt, _bound_from_calls(scope))
+    if graph.carrying(value, stmt) is not None:
+        return True
+    return _may_carry(analysis, scope, graph, value, stmt, _bound_from_calls(scope)) and \
+        not _spelled_graph_free(analysis, scope, value, stmt)
+
+
+def _is_module(analysis, scope: Scope, node, stmt) -> bool:
+    kind = analysis.graph.kinds.kind_of(node, scope, stmt)
+    return kind is not None and kind.kind == "module"
 
 
 def _bound_from_calls(scope: Scope) -> set:
