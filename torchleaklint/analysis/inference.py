@@ -75,6 +75,8 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
         return all(_spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in expr.elts)
     if isinstance(expr, ast.Dict):
         return all(_spelled_graph_free(analysis, scope, v, stmt, depth + 1) for v in expr.values)
+    if isinstance(expr, ast.IfExp):  # ``a.cpu().numpy() if deterministic else b.cpu().numpy()``
+        return all(_spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in (expr.body, expr.orelse))
     node = expr
     while True:
         if _explicitly_detached(node):  # a constant, ``.item()``, ``.data``, ``float(x)`` on the chain
