@@ -88,6 +88,8 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
             qual = analysis.index.imports.qualname(func) or ""
             if qual.split(".")[0] in ("numpy", "math", "statistics", "random"):
                 return True  # a NumPy array or a Python number
+            if _project_function_graph_free(analysis, scope, node, stmt, depth):
+                return True  # ``utils.to_np(action)``: a helper whose every return is graph-free
             if not isinstance(func, ast.Attribute):
                 return False
             if func.attr in DISTRIBUTION_DRAWS and not _is_module(analysis, scope, func.value, stmt):
@@ -102,6 +104,28 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
         return bool(defs) and all(d.kind == "assign" and d.index is None and
                                   _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1) for d in defs)
     return False
+
+
+def _project_function_graph_free(analysis, scope: Scope, call: ast.Call, stmt, depth: int) -> bool:
+    """Does ``call`` reach only project functions whose every ``return`` is graph-free by
+    its spelling (``def to_np(t): return t.detach().cpu().numpy()``)?"""
+    project = analysis.project
+    if project is None or depth > 2:
+        return False
+    refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
+    if not refs or len(refs) > 3:
+        return False
+    for ref in refs:
+        found = project.scope_for(ref)
+        if found is None:
+            return False
+        callee_analysis, callee = found
+        returns = [node for node in walk_nodes(callee.node) if isinstance(node, ast.Return)]
+        if not returns or not all(
+                r.value is None or _spelled_graph_free(callee_analysis, callee, r.value, r, depth + 1)
+                for r in returns):
+            return False
+    return True
 
 
 def _carried_by(analysis, scope: Scope, graph, value, stmt) -> bool:
