@@ -322,6 +322,11 @@ def evaluate(model, loader):
                             or _called_in_evaluation(s.analysis, s.scope)))
                         for s in summary.summaries):
                     evidence = every_candidate(summary)  # an evaluation helper is reported on its own
+                    if evidence is not None and evidence.strength != STRONG and "of the module `self." not in evidence.text:
+                        # Through a helper, a local value named like a model may be anything
+                        # the helper's caller built (``ac = actor_critic(obs_space, act_space)``);
+                        # a model the object holds (``self.model``) is one.
+                        evidence = None
                 elif summary is None:
                     evidence = model_method_evidence(analysis, call, scope, stmt)  # ``model.infer(x)``
             if evidence is not None:
