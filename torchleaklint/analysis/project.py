@@ -210,38 +210,36 @@ class ProjectIndex:
         modules that do not import ``module`` but define a function of that name themselves
         or import another project module that does: those run their own (a script with its
         own ``Actor.get_action``)."""
+        sites = self.call_sites(name)
+        definers = self.functions_named(name)
+        if len({ref.module for ref in definers}) <= 1 or len(sites) > 4 * MAX_CALL_SITES:
+            return sites  # one module defines it (every call may reach it), or too common to sort out
         out = []
-        for site in self.call_sites(name):
+        for site in sites:
             caller_module = site[0]
-            if caller_module != module and not self._imports_module(caller_module, module) \
-                    and self._defines_or_imports(caller_module, name):
-                continue
+            if caller_module != module:
+                imported = self._imported_modules(caller_module)
+                if module not in imported and any(
+                        ref.module == caller_module or ref.module in imported for ref in definers):
+                    continue
             out.append(site)
         return out
 
-    def _defines_or_imports(self, module: str, name: str) -> bool:
-        table = self.tables.get(module)
-        if table is None:
-            return False
-        if name in table.functions.values():
-            return True
-        return any(self._imports_module(module, ref.module) for ref in self.functions_named(name))
-
-    def _imports_module(self, module: str, target: str) -> bool:
-        key = ("imports_module", module, target)
+    def _imported_modules(self, module: str) -> FrozenSet[str]:
+        """The project modules ``module`` imports (or imports names from)."""
+        key = ("imported_modules", module)
         if key not in self.memo:
             table = self.tables.get(module)
-            found = False
+            found = set()
             for qualified in (table.imports.values() if table is not None else ()):
-                if self.find_module(qualified) == target:
-                    found = True
-                else:
+                target = self.find_module(qualified)
+                if target is None:
                     resolved = self.resolve_symbol(qualified)
-                    found = resolved is not None and resolved[0] == target
-                if found:
-                    break
-            self.memo[key] = found
-        return bool(self.memo[key])
+                    target = resolved[0] if resolved is not None else None
+                if target is not None:
+                    found.add(target)
+            self.memo[key] = frozenset(found)
+        return self.memo[key]
 
     def instance_names(self, class_name: str) -> Set[str]:
         out: Set[str] = set()
