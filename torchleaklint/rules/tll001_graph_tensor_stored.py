@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.backward_reach import gradient_points
+from ..analysis.carried import detached_read
 from ..analysis.graph import CONVENTION
 from ..analysis.lifetimes import legitimate_keep, outlives_iteration
 from ..analysis.loops import function_calls_backward, loop_calls_backward
@@ -294,11 +295,30 @@ def _kept_on_object_per_call(analysis, scope, site, evidence, escape):
         return None
     if scope.name in ("forward", "__call__") and module_method(analysis, scope):
         return None
-    if scope.backward_sites:
+    if scope.backward_sites or _backpropagated_elsewhere(analysis, site.container):
         return None
     from ..analysis.repetition import repeated_call_site
 
     return repeated_call_site(analysis, scope)
+
+
+def _backpropagated_elsewhere(analysis, container: str) -> bool:
+    """Does a function of this module that runs a backward pass read the container's
+    attribute without detaching it (REINFORCE: ``select_action`` appends to
+    ``policy.saved_log_probs``, ``finish_episode`` builds the loss from it and clears it)?"""
+    attr = container.rsplit(".", 1)[-1]
+    for other in analysis.index.scopes:
+        if not other.is_function or not other.backward_sites:
+            continue
+        for stmt in other.statements:
+            root = stmt.iter if isinstance(stmt, (ast.For, ast.AsyncFor)) else getattr(stmt, "value", None)
+            if not isinstance(root, ast.AST):
+                continue
+            for node in ast.walk(root):
+                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, ast.Load) \
+                        and not detached_read(node, root):
+                    return True
+    return False
 
 
 def _no_backward_outside_modules(analysis, scope) -> bool:
