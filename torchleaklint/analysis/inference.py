@@ -194,6 +194,8 @@ def _outlives_call(target, local: set) -> bool:
     if isinstance(target, ast.Subscript):
         base = dotted(target.value)
         return base is None or base not in local
+    if isinstance(target, ast.Attribute) and target.attr == "data":
+        return False  # ``z.data = ...`` takes the values only, never a graph
     return True  # an attribute: state on an object
 
 
