@@ -61,9 +61,13 @@ class GradMode:
         sites = project.call_sites_of(index.module_name, scope.name)
         if not sites or len(sites) > MAX_CALL_SITES:
             return None  # no caller, or a name too common to follow
+        own_is_test = project.is_test_module(index.module_name)
+        unguarded_tests = [site for site in sites if not site[2] and not own_is_test and project.is_test_module(site[0])]
+        if len(unguarded_tests) == len(sites):
+            return None  # only tests call it (with grad on): nothing says grad is off in a run
         for module, caller, off in sites:
-            if off or project.is_test_module(module):
-                continue  # a test calls it once, outside any run
+            if off or (module, caller, off) in unguarded_tests:
+                continue  # under no_grad there; or a test, which calls it once outside any run
             if caller == module:
                 return None  # called by a module's top-level code, which runs with grad on
             found = project.scope_for(FunctionRef(module, caller))
