@@ -234,6 +234,25 @@ def grad_off_call(expr: ast.AST, imports: ImportMap) -> Optional[str]:
     return None
 
 
+_NO_OP_MANAGERS = frozenset({"contextlib.suppress", "contextlib.nullcontext", "contextlib.ExitStack"})
+
+
+def _grad_off_helpers(tree: ast.Module, imports: ImportMap) -> Dict[str, str]:
+    """Module-level functions that return a grad-off context manager (``torch.no_grad()``),
+    or on other paths only a no-op one (``contextlib.suppress()`` for old PyTorch)."""
+    found = {}
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.args.args:
+            continue
+        returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
+        reasons = [grad_off_call(v, imports) for v in returns if v is not None]
+        if returns and any(reasons) and all(
+                reason or (isinstance(v, ast.Call) and (imports.qualname(v.func) or dotted(v.func) or "") in _NO_OP_MANAGERS)
+                for v, reason in zip(returns, reasons)):
+            found[node.name] = f"{node.name}() (returns torch.{next(r for r in reasons if r)})"
+    return found
+
+
 class _Branch:
     """A branch of a compound statement (an if arm, a handler, a loop's else)."""
 
@@ -250,7 +269,16 @@ class _Builder:
 
     def run(self) -> None:
         tree = self.ix.tree
+        self.grad_off_helpers: Optional[Dict[str, str]] = None  # found when first asked: imports come first
         self.block(tree.body, self.ix.module_scope, (), None, ())
+
+    def _helper_off(self, expr) -> Optional[str]:
+        """``with no_grad_ctx():`` where the module's own function returns ``torch.no_grad()``."""
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and not expr.args and not expr.keywords:
+            if self.grad_off_helpers is None:
+                self.grad_off_helpers = _grad_off_helpers(self.ix.tree, self.ix.imports)
+            return self.grad_off_helpers.get(expr.func.id)
+        return None
 
     # -- statements ---------------------------------------------------------------------
     def block(self, body, scope: Scope, loops, grad_off, blocks) -> None:
@@ -311,7 +339,7 @@ class _Builder:
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             inner_off = grad_off
             for item in stmt.items:
-                reason = grad_off_call(item.context_expr, ix.imports)
+                reason = grad_off_call(item.context_expr, ix.imports) or self._helper_off(item.context_expr)
                 if reason:
                     inner_off = reason
                 elif _enables_grad(item.context_expr, ix.imports):
