@@ -28,13 +28,28 @@ def _iterates_loader(loop: ast.AST) -> bool:
     return any(isinstance(n, (ast.Name, ast.Attribute)) and is_loader_name(n) for n in ast.walk(loop.iter))
 
 
+def is_optimizer_step(node: ast.AST) -> bool:
+    """``optimizer.step()``, ``self.opt_g.step()``, ``scaler.step(opt)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step"):
+        return False
+    receiver = dotted(node.func.value) or ""
+    ws = words(receiver.rsplit(".", 1)[-1])
+    return any(w.startswith("opt") for w in ws) or bool(ws and ws[-1] in ("scaler", "accelerator"))
+
+
 def _steps_optimizer(loop: ast.AST) -> Optional[ast.Call]:
-    for node in ast.walk(loop):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
-            receiver = dotted(node.func.value) or ""
-            ws = words(receiver.rsplit(".", 1)[-1])
-            if any(w.startswith("opt") for w in ws) or (ws and ws[-1] in ("scaler", "accelerator")):
-                return node
+    return next((node for node in ast.walk(loop) if is_optimizer_step(node)), None)
+
+
+def own_optimizer_step(index, scope, loop: ast.AST) -> Optional[ast.Call]:
+    """An ``optimizer.step()`` that ``loop`` runs once per iteration of its own: not inside
+    a loop nested in it (a trial, fold or epoch loop whose inner loop does the steps)."""
+    for call, stmt in scope.calls:
+        if not (contains(loop, call) and is_optimizer_step(call)):
+            continue
+        where = index.ctx(stmt)
+        if where is not None and where.loops and where.loops[-1] is loop:
+            return call
     return None
 
 
@@ -49,6 +64,22 @@ def step_evidence(analysis, scope, loop: ast.AST) -> Optional[str]:
     if _iterates_loader(loop):
         return f"the loop at line {loop.lineno} iterates a data loader"
     return None
+
+
+def step_loop_around(analysis, scope, where, subject: Optional[ast.AST] = None):
+    """(loop, evidence) for the innermost loop around a statement that repeats training or
+    data steps, in which ``subject`` (the object acted on) is the same object in every
+    iteration; (None, None) when there is none, or when the statement sits under an ``if``
+    (typically a do-it-once guard: ``if traced is None:``)."""
+    if any(not isinstance(b, LOOP_TYPES) for b in where.blocks):
+        return None, None
+    for loop in reversed(where.loops):
+        if subject is not None and bound_inside(analysis, scope, loop, subject):
+            return None, None  # another object (another model, another trial) each iteration
+        evidence = step_evidence(analysis, scope, loop)
+        if evidence is not None:
+            return loop, evidence
+    return None, None
 
 
 def bound_inside(analysis, scope, loop: ast.AST, expr: ast.AST) -> bool:
