@@ -12,6 +12,10 @@ from ..diagnostics import UNSAFE, Edit, Fix, Position
 from .insertions import indentation_of, line_before
 from .step_loops import bound_inside
 
+# Calls that may move with a hoisted statement: they build values and change nothing.
+PURE_BUILTINS = frozenset({"list", "range", "tuple", "len", "sorted", "dict", "set", "int", "float", "str", "min",
+                           "max", "abs"})
+
 
 def hoist_fix(ctx, scope, stmt: ast.AST, loop: ast.AST, message: str) -> Optional[Fix]:
     """Move ``name = call(...)``, a statement of ``loop``'s own body, to just above the
@@ -57,7 +61,12 @@ def _hoistable(ctx, scope, stmt, loop) -> bool:
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
                 and (node.lineno, node.col_offset) < (stmt.lineno, stmt.col_offset):
             return False  # read earlier in the iteration: the first one sees the binding before the loop
-    return not any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)) for n in ast.walk(stmt.value))
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr, ast.Lambda)) for n in ast.walk(stmt.value)):
+        return False
+    # Only the call itself moves: another call in its arguments (``model.eval()``) would
+    # move its side effect too, before the iteration that meant it.
+    inner = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Call) and n is not stmt.value]
+    return all(isinstance(n.func, ast.Name) and n.func.id in PURE_BUILTINS for n in inner)
 
 
 def _spans_string(stmt) -> bool:

@@ -66,12 +66,15 @@ def step_evidence(analysis, scope, loop: ast.AST) -> Optional[str]:
     return None
 
 
-def step_loop_around(analysis, scope, where, subject: Optional[ast.AST] = None):
+def step_loop_around(analysis, scope, where, subject: Optional[ast.AST] = None, stmt: Optional[ast.AST] = None):
     """(loop, evidence) for the innermost loop around a statement that repeats training or
     data steps, in which ``subject`` (the object acted on) is the same object in every
     iteration; (None, None) when there is none, or when the statement sits under an ``if``
-    (typically a do-it-once guard: ``if traced is None:``)."""
-    if any(not isinstance(b, LOOP_TYPES) for b in where.blocks):
+    (typically a do-it-once guard: ``if traced is None:``). Given the statement, only an
+    ``if`` that reads like a do-it-once guard (see :func:`once_guarded`) counts."""
+    if stmt is not None and once_guarded(where, stmt):
+        return None, None
+    if stmt is None and any(not isinstance(b, LOOP_TYPES) for b in where.blocks):
         return None, None
     for loop in reversed(where.loops):
         if subject is not None and bound_inside(analysis, scope, loop, subject):
@@ -80,6 +83,46 @@ def step_loop_around(analysis, scope, where, subject: Optional[ast.AST] = None):
         if evidence is not None:
             return loop, evidence
     return None, None
+
+
+def once_guarded(where, stmt: ast.AST) -> bool:
+    """Is the statement under an ``if`` that makes it run once, or once per key: a test of
+    what it binds (``if group is None:``, ``if key not in cache:``, ``if not hasattr(self,
+    "traced"):``) or of a first iteration (``if step == 0:``)? A configuration flag
+    (``if args.distributed:``) or a period (``if step % 100 == 0:``) is not one."""
+    bound = _bound_roots(stmt)
+    for block in where.blocks:
+        test = getattr(getattr(block, "owner", block), "test", None)
+        if test is None or isinstance(block, LOOP_TYPES):
+            continue
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name) and node.id in bound:
+                return True
+            if isinstance(node, ast.Compare):
+                if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+                    return True
+                if not isinstance(node.left, ast.BinOp) and any(
+                        isinstance(c, ast.Constant) and c.value == 0 and not isinstance(c.value, bool)
+                        for c in node.comparators):
+                    return True
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+                return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hasattr":
+                return True
+    return False
+
+
+def _bound_roots(stmt: ast.AST) -> set:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    roots = set()
+    for target in targets:
+        for node in ast.walk(target) if target is not None else ():
+            if isinstance(node, ast.Name):
+                roots.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                roots.add(node.attr)
+    roots.discard("self")
+    return roots
 
 
 def bound_inside(analysis, scope, loop: ast.AST, expr: ast.AST) -> bool:

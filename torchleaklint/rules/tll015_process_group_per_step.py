@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from ..analysis.module_index import contains
 from ..analysis.names import dotted
+from ..analysis.repetition import MAX_DEPTH, repeated_call_site
 from .base import Invalid, Rule, RuleContext
 from .call_sites import calls_of
 from .hoisting import hoist_fix
-from .step_loops import step_loop_around
+from .step_loops import once_guarded, step_evidence, step_loop_around
 
 GROUP_FACTORIES = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration"})
+CACHING_DECORATORS = frozenset({"lru_cache", "cache", "cached_property", "cached"})
 
 
 def _is_group_factory(qual: str) -> bool:
@@ -24,10 +27,12 @@ class ProcessGroupPerStep(Rule):
     Finds `torch.distributed.new_group(...)` (and `new_subgroups(...)`,
     `new_subgroups_by_enumeration(...)`) called inside a loop that repeats training or
     data steps (it runs a backward pass, steps an optimizer, or iterates a data loader),
-    with no `destroy_process_group(...)` in the same loop. Not reported: groups made
-    before the loop, in a loop over ranks or group indices (the usual way to build one
-    group per node), or under an `if` (a make-once guard such as
-    `if group is None:`).
+    with no `destroy_process_group(...)` in the same loop; also in a function that such a
+    loop calls directly, such as an evaluation run every `eval_freq` steps. Not reported: groups made before the loop, in a loop over ranks or group
+    indices (the usual way to build one group per node), in a function decorated with
+    `functools.lru_cache` (made once), or under an `if` that makes them once
+    (`if group is None:`, `if key not in groups:`, `if step == 0:`); an `if` on a
+    configuration flag (`if args.distributed:`) is not such a guard.
 
     ## Why is this bad
     A process group is never freed by dropping it: `torch.distributed` keeps every group
@@ -62,14 +67,17 @@ class ProcessGroupPerStep(Rule):
     It is **unsafe**: the group is then made once even if the loop runs no iteration, and
     before the statements that preceded it in the iteration; every rank must still reach
     it (as it had to reach each call before). No fix when the ranks change from one
-    iteration to the next: keeping one group per distinct set of ranks, or destroying
-    each group after use, is the author's decision.
+    iteration to the next (keeping one group per distinct set of ranks, or destroying
+    each group after use, is the author's decision), nor in a function called per step
+    (the group belongs where the loop's setup is).
 
     ## Memory impact
     Measured on CPU with the gloo backend and one process (`torchleaklint verify`):
     about 44 KiB of host memory, three threads and three or four file descriptors per
     group, never released; with NCCL each communicator also reserves device memory. The
     file descriptors run out first (the default limit of 1024 after a few hundred steps).
+    Deleting the group object does not release it (pytorch/pytorch#40400: memory grows
+    even with `del group` and `gc.collect()`).
     """
 
     code = "TLL015"
@@ -121,24 +129,50 @@ for x, y in loader:
     ]
 
     def check(self, ctx: RuleContext):
-        index = ctx.analysis.index
+        analysis = ctx.analysis
+        index = analysis.index
         for scope, call, stmt, qual in calls_of(index, _is_group_factory, GROUP_FACTORIES):
             where = index.ctx(stmt)
-            if where is None:
+            if where is None or once_guarded(where, stmt):
                 continue
-            loop, evidence = step_loop_around(ctx.analysis, scope, where)
-            if loop is None or _destroyed_in(index, scope, loop):
-                continue
+            loop, evidence = step_loop_around(analysis, scope, where, stmt=stmt)
+            fix = None
+            how_often = "on every step"
+            if loop is not None:
+                if _destroyed_in(scope, loop):
+                    continue
+                fix = hoist_fix(ctx, scope, stmt, loop, "Create the process group once, before the loop")
+            else:
+                evidence = _called_per_step(analysis, scope)
+                if evidence is None or _destroyed_in(scope, scope.node):
+                    continue
+                how_often = f"every time `{scope.name}` runs"
             text = ast.unparse(call.func)
-            message = (f"`{text}(...)` creates a process group on every step ({evidence}) and none is "
+            message = (f"`{text}(...)` creates a process group {how_often} ({evidence}) and none is "
                        f"destroyed: each keeps its communicator, buffers and threads for the rest of the run")
-            fix = hoist_fix(ctx, scope, stmt, loop, "Create the process group once, before the loop")
             yield self.diagnostic(ctx, call, message, fix, [evidence])
 
 
-def _destroyed_in(index, scope, loop) -> bool:
-    """A ``destroy_process_group(...)`` in the same loop: groups are made and released."""
+def _called_per_step(analysis, scope) -> Optional[str]:
+    """``evaluate()`` making a group, called from a training loop (every ``eval_freq``
+    steps): once per call. Not a function that caches its result (``@lru_cache``)."""
+    if not scope.is_function or any(_caches(d) for d in scope.decorators):
+        return None
+    # Direct callers only: a caller found by name alone, through further calls, is too
+    # often another function of the same name.
+    where = repeated_call_site(analysis, scope, depth=MAX_DEPTH, loop_evidence=step_evidence)
+    return f"`{scope.name}` is {where}" if where else None
+
+
+def _caches(decorator: ast.AST) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (dotted(target) or "").rsplit(".", 1)[-1] in CACHING_DECORATORS
+
+
+def _destroyed_in(scope, where: ast.AST) -> bool:
+    """A ``destroy_process_group(...)`` in the same loop (or function): groups are made
+    and released."""
     for call, _ in scope.calls:
-        if contains(loop, call) and (dotted(call.func) or "").rsplit(".", 1)[-1] == "destroy_process_group":
+        if contains(where, call) and (dotted(call.func) or "").rsplit(".", 1)[-1] == "destroy_process_group":
             return True
     return False

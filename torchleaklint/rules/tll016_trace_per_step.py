@@ -152,7 +152,7 @@ for x, y in loader:
             if where is None:
                 continue
             traced = call.args[0]
-            loop, evidence = step_loop_around(ctx.analysis, scope, where, traced)
+            loop, evidence = step_loop_around(ctx.analysis, scope, where, traced, stmt)
             if loop is None:
                 continue
             message = (f"`{ast.unparse(call.func)}(...)` traces `{ast.unparse(traced)}` again on every step "
