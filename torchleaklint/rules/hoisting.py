@@ -60,7 +60,7 @@ def _hoistable(ctx, scope, stmt, loop) -> bool:
             return False
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
                 and (node.lineno, node.col_offset) < (stmt.lineno, stmt.col_offset):
-            return False  # read earlier in the iteration: the first one sees the binding before the loop
+            return False  # read earlier (the loop's test, or the iteration before it): it saw the old binding
     if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr, ast.Lambda)) for n in ast.walk(stmt.value)):
         return False
     # Only the call itself moves: another call in its arguments (``model.eval()``) would

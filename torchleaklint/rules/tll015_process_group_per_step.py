@@ -78,6 +78,9 @@ class ProcessGroupPerStep(Rule):
     file descriptors run out first (the default limit of 1024 after a few hundred steps).
     Deleting the group object does not release it (pytorch/pytorch#40400: memory grows
     even with `del group` and `gc.collect()`).
+
+    This rule is opt-in (`--extend-select TLL015`): 3 of its findings on real code have
+    been read (all right), fewer than the 20 needed to measure its precision.
     """
 
     code = "TLL015"

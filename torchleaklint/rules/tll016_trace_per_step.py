@@ -68,6 +68,9 @@ class TracePerStep(Rule):
     200 steps): about 270 KiB per trace of a three-layer `nn.Sequential` and 110 KiB per
     trace of a small function, never released; more for larger graphs. `torch.jit.script`
     of the same module or function on every step stayed flat (under 1 KiB per step).
+
+    This rule is opt-in (`--extend-select TLL016`): no finding on real code has been read
+    yet (none in 142 repository trees), too few to measure its precision.
     """
 
     code = "TLL016"

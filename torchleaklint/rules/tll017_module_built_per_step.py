@@ -77,7 +77,7 @@ class ModuleBuiltPerStep(Rule):
     train what it seems to.
 
     This rule is opt-in (`--extend-select TLL017`): too few of its findings have been
-    read on real code to measure its precision.
+    read on real code to measure its precision (none in 142 repository trees).
     """
 
     code = "TLL017"
