@@ -169,10 +169,9 @@ def _parameter_module(analysis, scope, stmt, call: ast.Call, depth: int) -> Opti
             return f"`{dotted(call.func)}` owns parameters"
         if short in CONTAINERS:
             for arg in ast.walk(call):
-                if isinstance(arg, ast.Call) and arg is not call and _spelled_like_a_class(arg):
-                    inner = _parameter_module(analysis, scope, stmt, arg, depth)
-                    if inner is not None:
-                        return f"`{dotted(call.func)}` holds {inner.split(' owns')[0]}, which owns parameters"
+                if isinstance(arg, ast.Call) and arg is not call and _spelled_like_a_class(arg) \
+                        and _parameter_module(analysis, scope, stmt, arg, depth) is not None:
+                    return f"`{dotted(call.func)}` holds `{dotted(arg.func)}`, which owns parameters"
         return None
     project = analysis.project
     if project is None or depth > MAX_DEPTH:
