@@ -25,6 +25,9 @@ from torchleaklint.rules import ALL_RULES  # noqa: E402
 
 STEPS = 8
 FIXABLE = [r.code for r in ALL_RULES if r.repro]
+# Leaks whose every unit is small: a gloo process group on one process holds about
+# 44-60 KiB of host memory (its threads and file descriptors are what runs out first).
+SMALL_LEAKS = {"TLL015": 32 * 1024}
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +48,14 @@ def test_every_fixable_rule_is_confirmed_on_cpu(verified):
     assert {r["device"] for r in verdicts.values()} == {"cpu"}
 
 
-def test_each_leak_retains_at_least_256_kib_per_step_and_the_fix_is_flat(verified):
+def test_each_leak_retains_its_minimum_per_step_and_the_fix_is_flat(verified):
     _, document = verified
     for rule in document["rules"]:
         before, after = rule["growth"]["before"], rule["growth"]["after"]
         if rule["signal"] == "peak":
             assert before["peak"]["level"] >= 256 * 1024, rule["code"]
             continue
-        assert before["bytes"]["per_step"] >= 256 * 1024, rule["code"]
+        assert before["bytes"]["per_step"] >= SMALL_LEAKS.get(rule["code"], 256 * 1024), rule["code"]
         assert after["bytes"]["per_step"] < g.NOISE_FLOORS["bytes"], rule["code"]
         if rule["signal"] in ("nodes", "figures"):
             assert before[rule["signal"]]["per_step"] >= 1, rule["code"]

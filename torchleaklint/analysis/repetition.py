@@ -5,7 +5,8 @@ step called per batch)."""
 
 from __future__ import annotations
 
-from typing import Optional
+import ast
+from typing import Callable, Optional
 
 from .callers import call_names
 from .module_index import Scope, calls_named
@@ -14,13 +15,17 @@ MAX_DEPTH = 3
 MAX_CALLERS = 8
 
 
-def repeated_call_site(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
-    """Where a loop calls this function (directly or through its callers), or None."""
+def repeated_call_site(analysis, scope: Scope, depth: int = 0,
+                       loop_evidence: Optional[Callable[..., Optional[str]]] = None) -> Optional[str]:
+    """Where a loop calls this function (directly or through its callers), or None. With
+    ``loop_evidence(analysis, scope, loop)``, only loops it describes count (and what it
+    says is part of the answer): a training loop, not any loop."""
     project = analysis.project
     if project is None or not scope.is_function or depth > MAX_DEPTH:
         return None
     memo = project.memo
-    key = ("repeated", analysis.index.module_name, scope.qualname)
+    kind = loop_evidence.__qualname__ if loop_evidence is not None else None
+    key = ("repeated", analysis.index.module_name, scope.qualname, kind)
     if key in memo:
         return memo[key]
     memo[key] = None  # cycle guard
@@ -37,11 +42,20 @@ def repeated_call_site(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
             caller_analysis, caller_scope = entry
             for call, stmt in calls_named(caller_scope, name):
                 ctx = caller_analysis.index.ctx(stmt)
-                if ctx is not None and ctx.loops:
+                if ctx is None or not ctx.loops:
+                    continue
+                if loop_evidence is not None and not _call_fits(scope, call):
+                    continue
+                if loop_evidence is None:
                     found = f"called in a loop at {_short(caller_analysis.path)}:{call.lineno}"
                     break
+                why = next((w for w in (loop_evidence(caller_analysis, caller_scope, loop)
+                                        for loop in reversed(ctx.loops)) if w), None)
+                if why is not None:
+                    found = f"called at {_short(caller_analysis.path)}:{call.lineno}, where {why}"
+                    break
             if found is None and caller_scope is not scope:
-                outer = repeated_call_site(caller_analysis, caller_scope, depth + 1)
+                outer = repeated_call_site(caller_analysis, caller_scope, depth + 1, loop_evidence)
                 if outer is not None:
                     found = f"called by `{caller_scope.name}`, {outer}"
             if found:
@@ -50,6 +64,14 @@ def repeated_call_site(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
             break
     memo[key] = found
     return found
+
+
+def _call_fits(scope: Scope, call) -> bool:
+    """A module-level function is called by its name; a method through an attribute
+    (``self.evaluate()``): ``model.eval()`` is not a call of a function named ``eval``."""
+    if scope.class_name is None:
+        return isinstance(call.func, ast.Name)
+    return isinstance(call.func, ast.Attribute)
 
 
 def _short(path: str) -> str:

@@ -29,11 +29,16 @@ RETAIN_GRAPH = "retain_graph"
 ITERTOOLS = "itertools"  # TLL010: ``itertools.cycle`` is reached only through an import of it
 HOOK = "_hook"  # TLL013: every module-hook registration's name
 DETECT_ANOMALY = "detect_anomaly"  # TLL014: ``set_detect_anomaly`` / ``detect_anomaly``
+NEW_GROUP = "new_group"  # TLL015: ``new_group`` / ``new_subgroups``
+NEW_SUBGROUPS = "new_subgroups"
+TRACE = "trace"  # TLL016: ``torch.jit.trace`` / ``trace_module``
+STEP = "step"  # TLL017: the loop's ``optimizer.step()``
 
 BACKWARD = "backward"  # TLL001/TLL002 in helper modules that import nothing but backpropagate
 
 WORDS: FrozenSet[str] = frozenset(TORCH_ROOTS | ML_ROOTS | {MATPLOTLIB, DEEPCOPY, RETAIN_GRAPH, BACKWARD, ITERTOOLS,
-                                                            HOOK, DETECT_ANOMALY})
+                                                            HOOK, DETECT_ANOMALY, NEW_GROUP, NEW_SUBGROUPS, TRACE,
+                                                            STEP})
 
 # For each rule: every group must have one word present (an AND of ORs).
 _TORCH = frozenset(TORCH_ROOTS)
@@ -53,6 +58,9 @@ RULE_TRIGGERS: Dict[str, tuple] = {
     "TLL012": (frozenset({"torch"}),),
     "TLL013": (_TORCH, frozenset({HOOK})),
     "TLL014": (frozenset({DETECT_ANOMALY}),),
+    "TLL015": (frozenset({NEW_GROUP, NEW_SUBGROUPS}),),
+    "TLL016": (frozenset({TRACE}),),
+    "TLL017": (_TORCH, frozenset({STEP})),
 }
 # TLL005 also fires on a call of a project helper that returns a figure; see FigureHelpers.
 FIGURE_RULE = "TLL005"

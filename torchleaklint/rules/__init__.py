@@ -30,13 +30,16 @@ REGISTRY: Dict[str, str] = {
     "TLL012": "tll012_legacy_autograd_function.LegacyAutogradFunction",
     "TLL013": "tll013_hook_registered_per_step.HookRegisteredPerStep",
     "TLL014": "tll014_anomaly_detection_enabled.AnomalyDetectionEnabled",
+    "TLL015": "tll015_process_group_per_step.ProcessGroupPerStep",
+    "TLL016": "tll016_trace_per_step.TracePerStep",
+    "TLL017": "tll017_module_built_per_step.ModuleBuiltPerStep",
 }
 
 # Opt-in rules (like ruff's preview rules): not below ``ALL`` or a code prefix, only when
 # selected by their full code (``--extend-select TLL011``). A rule stays here until 20 of
 # its findings on real code have been read and at least 90 % found right
 # (bench/realcode/new_rules_review.md).
-OPT_IN: FrozenSet[str] = frozenset({"TLL010", "TLL011", "TLL013"})
+OPT_IN: FrozenSet[str] = frozenset({"TLL010", "TLL011", "TLL013", "TLL015", "TLL016", "TLL017"})
 
 RULE_CODES = tuple(REGISTRY)
 PARSE_ERROR = "TLL000"

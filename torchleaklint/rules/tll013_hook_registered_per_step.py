@@ -5,12 +5,12 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ..analysis.module_index import LOOP_TYPES, start_of
+from ..analysis.module_index import start_of
 from ..analysis.names import dotted
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import indentation_of, line_after
-from .step_loops import bound_inside, step_evidence
+from .step_loops import step_loop_around
 
 MODULE_HOOKS = frozenset({"register_forward_hook", "register_forward_pre_hook", "register_backward_hook",
                           "register_full_backward_hook", "register_full_backward_pre_hook"})
@@ -173,15 +173,10 @@ def _globals(scope):
 def _repeating_loop(analysis, scope, where, call, kind):
     """(loop, evidence): the innermost step loop around the call in which the hooked module
     is the same object every iteration; (None, evidence) for a module's own ``forward``."""
-    if any(not isinstance(b, LOOP_TYPES) for b in where.blocks):
-        return None, None  # under an ``if``: typically a register-once guard
     receiver = call.func.value if kind == "module" else None
-    for loop in reversed(where.loops):
-        if receiver is not None and bound_inside(analysis, scope, loop, receiver):
-            return None, None  # another module (or another model) each iteration
-        evidence = step_evidence(analysis, scope, loop)
-        if evidence is not None:
-            return loop, evidence
+    loop, evidence = step_loop_around(analysis, scope, where, receiver)
+    if loop is not None or where.conditional:
+        return loop, evidence
     if where.loops or not scope.is_function or scope.name != "forward" or scope.class_name is None:
         return None, None
     root = dotted(receiver) if receiver is not None else None
