@@ -171,13 +171,17 @@ def _ancestry(analysis, scope, site, limit: int = 64):
     imported = set(analysis.index.imports.aliases)
     seen = set(site.keys)
     frontier = [(key, site.stmt) for key in site.keys]
+    followed = set()  # (name, statement): a rebound name (``g = flat(g)``) is followed to each definition
     while frontier:
         key, at = frontier.pop()
+        if (key, id(at)) in followed:
+            continue
+        followed.add((key, id(at)))
         for d in analysis.flow.reaching(scope, key, at):
-            for found in expr_keys(getattr(d, "value", None)) - imported - seen:
+            for found in expr_keys(getattr(d, "value", None)) - imported:
                 seen.add(found)
                 frontier.append((found, d.stmt))
-        if len(seen) > limit:
+        if len(followed) > limit:
             return None
     return seen if site.keys else None
 
