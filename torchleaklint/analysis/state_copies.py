@@ -52,29 +52,42 @@ def template_loop(scope: Scope, stmt, call: ast.Call) -> Optional[int]:
     return loop.lineno
 
 
-def copied_again_by_callee(analysis, scope: Scope, stmt, call: ast.Call, outer: ast.Call) -> Optional[str]:
-    """Where the project function called by ``outer`` (with ``call`` as an argument) deep-copies
-    that parameter itself and uses it no other way; None otherwise."""
+def callee_parameter(analysis, scope: Scope, stmt, outer: ast.Call, arg):
+    """(summary, parameter name): the project function ``outer`` calls, and its parameter
+    that receives the argument ``arg`` (positional or keyword); None when unknown."""
     from .summaries import summary_for  # the project summaries load lazily with the project
 
     project = analysis.project
-    if project is None or call not in outer.args:
+    if project is None or not (arg in outer.args or any(k.value is arg for k in outer.keywords)):
         return None
     refs = analysis.graph.kinds.resolve_functions(outer.func, scope, stmt)
-    if len(refs) != 1:
-        return None
-    summary = summary_for(project, refs[0])
+    summary = summary_for(project, refs[0]) if len(refs) == 1 else None
     if summary is None:
         return None
-    callee = summary.scope
-    node = callee.node
+    node = summary.scope.node
     params = [a.arg for a in node.args.posonlyargs + node.args.args]
-    if callee.class_name and params and isinstance(outer.func, ast.Attribute):
+    if summary.scope.class_name and params and isinstance(outer.func, ast.Attribute):
         params = params[1:]  # a method called on an object: ``self`` is not an argument here
-    position = outer.args.index(call)
+    for keyword in outer.keywords:
+        if keyword.value is arg:
+            return (summary, keyword.arg) if keyword.arg in params else None
+    position = outer.args.index(arg)
     if position >= len(params) or any(isinstance(a, ast.Starred) for a in outer.args[:position + 1]):
         return None
-    param = params[position]
+    return summary, params[position]
+
+
+def copied_again_by_callee(analysis, scope: Scope, stmt, call: ast.Call, outer: ast.Call) -> Optional[str]:
+    """Where the project function called by ``outer`` (with ``call`` as an argument) deep-copies
+    that parameter itself and uses it no other way; None otherwise."""
+    if call not in outer.args:
+        return None
+    found = callee_parameter(analysis, scope, stmt, outer, call)
+    if found is None:
+        return None
+    summary, param = found
+    callee = summary.scope
+    node = callee.node
     imports = summary.analysis.index.imports
     copies, other = 0, 0
     parents = parent_map(node)

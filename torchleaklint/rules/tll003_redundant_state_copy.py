@@ -7,6 +7,7 @@ from typing import Optional
 
 from ..analysis.module_index import enclosing_block
 from ..analysis.lifetimes import outlives_iteration
+from ..analysis.read_only_callee import read_only_by_callee
 from ..analysis.names import dotted, words
 from ..analysis.state_copies import (copied_again_by_callee, dead_source, flattened_copy, never_read,
                                      per_round_working_set, product_of_call, returns_copies, template_loop)
@@ -23,7 +24,9 @@ class RedundantStateCopy(Rule):
     up: passed straight into `load_state_dict(...)` (directly or through a name used only
     there); a state dict copied only as a key template, whose every entry the loop right
     after replaces before reading it (`for k in w: w[k] = 0.0`); a copy passed to a project
-    function that deep-copies that argument again and uses it no other way; a module copied
+    function that deep-copies that argument again and uses it no other way, or that only reads
+    its weights (iterates `parameters()` and reads `p.data` into new tensors), directly or in a
+    local list made for that one call (`pair.append(copy.deepcopy(m)); mix(pair)`); a module copied
     only to flatten its parameters (`parameters_to_vector(deepcopy(m).parameters())`); or a
     copy stored per iteration into a container that outlives the loop; a copy of this
     iteration's own fresh object that is not used after the copy (binding it would do); the
@@ -204,6 +207,17 @@ def clone(self):
                             f"which deep-copies it again and reads only its own copy: one full copy "
                             f"{'of the weights ' if what else ''}wasted per call",
                             fix, f"callee: {again}")
+        read = read_only_by_callee(analysis, scope, stmt, call)
+        if read is not None:
+            callee, where = read
+            ctx = analysis.index.ctx(stmt)
+            repeated = (ctx is not None and ctx.loops) or any(
+                isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp))
+                and any(c is call for c in ast.walk(n)) for n in ast.walk(stmt))
+            every = "iteration" if repeated else "call"
+            return (f"deep copy of {what or f'`{source}`'} is handed to `{callee}()`, which only reads its weights "
+                    f"(and copies what it keeps): the original would do, one full copy of the model is made and "
+                    f"dropped on every {every}", None, f"callee: {where}")
         dead = dead_source(analysis, scope, stmt, call)
         if dead is not None:
             return (f"deep copy of {what or f'`{source}`'} whose original is not used after it: binding "

@@ -6,6 +6,7 @@ import ast
 from typing import List, Optional
 
 from ..analysis.epochs import runs_per_epoch
+from ..analysis.hook_buffers import hook_buffers
 from ..analysis.instance_lifetime import built_per_call, short_lived
 from ..analysis.names import dotted, words
 from ..analysis.repetition import setup_only
@@ -50,6 +51,9 @@ class UnboundedHistory(Rule):
     read again.
     Not reported for a list appended once per epoch (by a method named for the epoch or
     registered for an epoch event): the run's epoch count bounds it.
+    Also a list a forward hook appends to on the hooked module (`layer.inputs.append(x)`) that
+    only a backward hook drains (`layer.inputs.pop()`), when the forward hook never checks grad
+    mode: forwards under `torch.no_grad()` leave their entries (reported on the append).
     Reported on the list's creation; when the proof is the tail reads, on the append.
 
     ## Why is this bad
@@ -206,6 +210,19 @@ class Agent:
                 notes.append(f"reads: {window}")
             # Proven by the tail reads, the growth is shown where it happens: the append.
             yield self.diagnostic(ctx, stmt if window is not None else creation.stmt, message, fix, notes)
+
+        for buffer in hook_buffers(analysis):
+            message = (f"`{buffer.key}` grows by one entry (`{ast.unparse(buffer.value)}`) on every forward through a "
+                       f"hooked module (forward hook "
+                       f"`{buffer.forward_hook}`) and only the backward hook `{buffer.backward_hook}` takes entries "
+                       f"back (line {buffer.drained_at}): every forward that no backward follows (under "
+                       f"`torch.no_grad()`/`torch.inference_mode()`, evaluation in training mode) leaves its entry "
+                       f"for the life of the module; 1M such forwards keep 1M entries — return early from the hook "
+                       f"when `not torch.is_grad_enabled()`")
+            notes = [f"append: line {buffer.stmt.lineno} in the forward hook `{buffer.forward_hook}`",
+                     f"drained: line {buffer.drained_at}, run by the backward hook `{buffer.backward_hook}` only",
+                     "grad mode: the forward hook never checks it"]
+            yield self.diagnostic(ctx, buffer.stmt, message, None, notes)
 
     @staticmethod
     def _per_step_appender(key, scopes, nested=False, any_method=False):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.carried import carried_states
-from ..analysis.module_index import calls_named, contains, start_of
+from ..analysis.module_index import calls_named, contains, expr_keys, start_of
 from .base import Invalid, Rule, RuleContext
 
 
@@ -114,7 +114,8 @@ for x, y in batches:
                 outer = ctx_.loops[0] if ctx_.loops else region
                 later = [other for other in scope.backward_sites
                          if other is not site and contains(outer, other.call)
-                         and start_of(other.call) > start_of(site.call)]
+                         and start_of(other.call) > start_of(site.call)
+                         and _may_share_graph(analysis, scope, site, other)]
                 if later or _graph_built_outside(analysis, scope, site, stmt, region) \
                         or _released(analysis, scope, site, region) \
                         or _handed_to_backward(analysis, scope, site, outer):
@@ -160,6 +161,40 @@ def _graph_family(analysis, scope, site, depth: int = 2):
         frontier = found - family
         family |= found
     return family - set(scope.params)
+
+
+def _ancestry(analysis, scope, site, limit: int = 64):
+    """Every name and attribute path the backpropagated value was computed from in this
+    scope, followed through each definition that reaches its use (``gp = ((g - 1) ** 2).sum()``
+    after ``g = grad(D(x), x)[0]`` gives ``g``, ``D``, ``x``, …), imported names left out;
+    ``None`` when the backward names no value or the chain is too long to follow."""
+    imported = set(analysis.index.imports.aliases)
+    seen = set(site.keys)
+    frontier = [(key, site.stmt) for key in site.keys]
+    followed = set()  # (name, statement): a rebound name (``g = flat(g)``) is followed to each definition
+    while frontier:
+        key, at = frontier.pop()
+        if (key, id(at)) in followed:
+            continue
+        followed.add((key, id(at)))
+        for d in analysis.flow.reaching(scope, key, at):
+            for found in expr_keys(getattr(d, "value", None)) - imported:
+                seen.add(found)
+                frontier.append((found, d.stmt))
+        if len(followed) > limit:
+            return None
+    return seen if site.keys else None
+
+
+def _may_share_graph(analysis, scope, site, other) -> bool:
+    """Can the later backward (or ``autograd.grad``) run through the graph the first one
+    retained? Only if their values have a common ancestor in the scope (an activation, an
+    input, a module, a parameter of the function, an attribute): two losses computed from
+    disjoint names (a critic's score on detached samples, then a penalty on a fresh forward
+    of other inputs) build separate graphs, and the first one's saved tensors are never read
+    again. When either value cannot be traced, they may share it."""
+    first, second = _ancestry(analysis, scope, site), _ancestry(analysis, scope, other)
+    return first is None or second is None or bool(first & second)
 
 
 def _handed_to_backward(analysis, scope, site, outer) -> bool:
