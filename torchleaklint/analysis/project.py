@@ -247,11 +247,12 @@ class ProjectIndex:
             out |= table.instances.get(class_name, set())
         return out
 
-    def callers(self, name: str, limit: int = MAX_CALL_SITES):
+    def callers(self, name: str, limit: int = MAX_CALL_SITES, module: Optional[str] = None):
         """The scopes that call something spelled ``name``, one per caller: a list of
         (analysis, scope), with None for a caller that cannot be analysed. None when no
-        call exists or the name is too common to follow."""
-        sites = self.call_sites(name)
+        call exists or the name is too common to follow. With ``module``, the callers of
+        that module's function ``name`` (see :meth:`call_sites_of`)."""
+        sites = self.call_sites_of(module, name) if module is not None else self.call_sites(name)
         if not sites or len(sites) > limit:
             return None
         out = []

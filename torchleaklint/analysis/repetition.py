@@ -32,7 +32,10 @@ def repeated_call_site(analysis, scope: Scope, depth: int = 0,
     found = None
     names = call_names(project, scope)
     for name in sorted(names):
-        callers = project.callers(name, MAX_CALLERS) or ()
+        # Calls of the function's own name in modules that run their own function of that
+        # name (a script with its own ``select_action``) are not its callers.
+        own = analysis.index.module_name if name == scope.name else None
+        callers = project.callers(name, MAX_CALLERS, module=own) or ()
         # Callers in the function's own file first: a same-named method elsewhere may be
         # what the other calls reach.
         callers = sorted(callers, key=lambda e: e is None or e[0].index.module_name != analysis.index.module_name)
