@@ -12,6 +12,7 @@ from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, called_name, calls_named, start_of
 from ..analysis.names import dotted, words
 from ..analysis.project import MAX_CALL_SITES
+from ..analysis.self_calls import self_call_sites
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import import_edit, line_before, torch_name
@@ -426,21 +427,16 @@ def _called_with_grad(analysis, scope) -> bool:
 
 
 def _own_class_calls_off(analysis, scope) -> bool:
-    """A method its own class calls (``self.visualize_results(epoch)``) only with grad
-    disabled. Where the name is too common across the project to follow every caller
-    (one such method per GAN variant), the class's own calls still decide."""
+    """A method its class hierarchy calls (``self.visualize_results(epoch)``, a base
+    class's ``batch_act`` running ``self.eval_step(batch)``) only with grad disabled.
+    Where the name is too common across the project to follow every caller (one such
+    method per GAN variant, per agent), the class's own calls still decide."""
     if not scope.class_name or scope.name.startswith("__"):
         return False
-    sites = []
-    for method in analysis.index.methods(scope.class_name):
-        for call, stmt in method.calls:
-            func = call.func
-            if (isinstance(func, ast.Attribute) and func.attr == scope.name and isinstance(func.value, ast.Name)
-                    and func.value.id == "self"):
-                sites.append((method, stmt))
-    return bool(sites) and all(method is not scope and (analysis.index.ctx(stmt).grad_off
-                                                          or analysis.grad.scope_off(method))
-                               for method, stmt in sites)
+    sites = list(self_call_sites(analysis, scope))
+    return bool(sites) and all(method is not scope and (owner.index.ctx(stmt).grad_off
+                                                          or owner.grad.scope_off(method))
+                               for owner, method, stmt in sites)
 
 
 def _called_in_evaluation(analysis, scope):
