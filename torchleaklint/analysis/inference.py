@@ -118,6 +118,11 @@ def _may_carry(analysis, scope: Scope, graph, arg, stmt, from_calls: set) -> boo
 
     if _explicitly_detached(arg):
         return False
+    if isinstance(arg, ast.Name):
+        # ``state = self.preprocess(state)``: the call's argument is still the parameter.
+        defs = analysis.flow.reaching(scope, arg.id, stmt)
+        if defs and all(d.kind == "param" for d in defs):
+            return False
     return bool(analysis.flow.sources_of(scope, expr_keys(arg)) & from_calls)
 
 
