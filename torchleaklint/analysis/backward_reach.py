@@ -32,7 +32,10 @@ def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
     project = analysis.project
     if project is not None:
         kinds = analysis.graph.kinds
+        switched = _switched_to_eval(scope)
         for call, stmt in scope.calls:
+            if _mode_switch(call, switched):
+                continue  # ``self.model.train()`` after ``self.model.eval()``: nn.Module's mode, not a trainer
             arity = 0
             if isinstance(stmt, ast.Assign) and stmt.value is call and isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
                 arity = len(stmt.targets[0].elts)
@@ -41,6 +44,24 @@ def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
                 points.append((call, f"`{ast.unparse(call.func)}()` at line {call.lineno}, which calls `.backward()`"))
     memo[key] = points
     return points
+
+
+def _switched_to_eval(scope: Scope) -> set:
+    """The receivers the function puts in eval mode (``self.model`` of ``self.model.eval()``)."""
+    out = set()
+    for call, _ in scope.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "eval" and not call.args and not call.keywords:
+            out.add(ast.dump(func.value))
+    return out
+
+
+def _mode_switch(call: ast.Call, switched: set) -> bool:
+    """``x.train()``/``x.train(mode)`` on a receiver the same function calls ``.eval()`` on:
+    the module's mode switch, whatever project function is also spelled ``train``."""
+    func = call.func
+    return (isinstance(func, ast.Attribute) and func.attr == "train" and len(call.args) <= 1 and not call.keywords
+            and ast.dump(func.value) in switched)
 
 
 def gradient_reaching(analysis, scope: Scope, stmt: ast.AST) -> Optional[str]:

@@ -31,9 +31,10 @@ HOOK = "_hook"  # TLL013: every module-hook registration's name
 DETECT_ANOMALY = "detect_anomaly"  # TLL014: ``set_detect_anomaly`` / ``detect_anomaly``
 
 BACKWARD = "backward"  # TLL001/TLL002 in helper modules that import nothing but backpropagate
+EVAL_MODE = ".eval()"  # TLL009 in a module of a PyTorch project that imports only the project
 
 WORDS: FrozenSet[str] = frozenset(TORCH_ROOTS | ML_ROOTS | {MATPLOTLIB, DEEPCOPY, RETAIN_GRAPH, BACKWARD, ITERTOOLS,
-                                                            HOOK, DETECT_ANOMALY})
+                                                            HOOK, DETECT_ANOMALY, EVAL_MODE})
 
 # For each rule: every group must have one word present (an AND of ORs).
 _TORCH = frozenset(TORCH_ROOTS)
@@ -47,7 +48,7 @@ RULE_TRIGGERS: Dict[str, tuple] = {
     "TLL006": (_TORCH,),
     "TLL007": (_TORCH,),
     "TLL008": (_TORCH, frozenset({RETAIN_GRAPH})),
-    "TLL009": (_TORCH,),
+    "TLL009": (_TORCH | {EVAL_MODE},),
     "TLL010": (frozenset({ITERTOOLS}),),
     "TLL011": (frozenset({"torch"}),),  # a base resolving to torch.autograd.Function
     "TLL012": (frozenset({"torch"}),),

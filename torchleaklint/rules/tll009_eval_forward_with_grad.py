@@ -138,7 +138,7 @@ def evaluate(model, loader):
 
     def check(self, ctx: RuleContext):
         analysis = ctx.analysis
-        if not analysis.index.imports.imports_torch():
+        if not ctx.in_torch_project:
             return  # other frameworks record gradients on their own terms
         if ctx.in_test_file:
             return  # a test runs its forwards once
@@ -147,20 +147,21 @@ def evaluate(model, loader):
             if isinstance(found, str):
                 continue  # why not: kept as text for debugging the analysis
             scope_name, why, stmt, evidence = found
-            loops = analysis.index.ctx(stmt).loops
-            often = f"once per iteration of the loop at line {loops[-1].lineno}" if loops else "once per call"
-            message = (f"`{scope_name}` {why} and runs a forward pass with autograd recording, {often}: its "
-                       f"activations are kept for a backward pass that never uses them")
-            notes = [f"forward: {evidence.describe()}",
-                     ("kept: every activation the forward saves for backward, for as long as its output or "
-                      "anything computed from it lives"),
-                     "no gradient: no `.backward()`/`autograd.grad` can reach the forward's output",
-                     ("grad mode: no `no_grad`/`inference_mode` around it, and no caller in the linted files "
-                      "disables grad for every call")]
             # Decorating a function that also trains (a validation loop at the end of
             # ``train()``) would switch its training off: no fix there.
             fix = None if gradient_points(analysis, scope) else self._fix(ctx, scope)
-            yield self.diagnostic(ctx, stmt, message, fix, notes)
+            for stmt, evidence in [(stmt, evidence), *_other_arms(analysis, scope, stmt)]:
+                loops = analysis.index.ctx(stmt).loops
+                often = f"once per iteration of the loop at line {loops[-1].lineno}" if loops else "once per call"
+                message = (f"`{scope_name}` {why} and runs a forward pass with autograd recording, {often}: its "
+                           f"activations are kept for a backward pass that never uses them")
+                notes = [f"forward: {evidence.describe()}",
+                         ("kept: every activation the forward saves for backward, for as long as its output or "
+                          "anything computed from it lives"),
+                         "no gradient: no `.backward()`/`autograd.grad` can reach the forward's output",
+                         ("grad mode: no `no_grad`/`inference_mode` around it, and no caller in the linted files "
+                          "disables grad for every call")]
+                yield self.diagnostic(ctx, stmt, message, fix, notes)
 
     def _evaluation_forward(self, analysis, scope):
         """(name, why it is evaluation, statement, evidence) of the evaluation forward the
@@ -442,6 +443,32 @@ def _own_class_calls_off(analysis, scope) -> bool:
 def _called_in_evaluation(analysis, scope):
     return evaluation_callers(analysis, scope, lambda a, s: _eval_mode_calls(s, a),
                               EvalForwardWithGrad._named_evaluation)
+
+
+def _other_arms(analysis, scope, reported):
+    """The forwards that run instead of the reported one, in the other arms of an ``if``
+    in the same loop (``preds = model(x, boxes)`` when detecting, ``preds = model(x)``
+    otherwise): which arm runs is configuration, so each is reported where it is."""
+    index = analysis.index
+    taken = [index.ctx(reported)]
+    for stmt, evidence, _ in EvalForwardWithGrad._forwards(analysis, scope, reported, direct_only=True):
+        ctx = index.ctx(stmt)
+        if ctx.loops != taken[0].loops or not all(_exclusive(ctx, other) for other in taken):
+            continue
+        if gradient_reaching(analysis, scope, stmt):
+            continue
+        taken.append(ctx)
+        yield stmt, evidence
+
+
+def _exclusive(a, b) -> bool:
+    """Do two statements sit in different arms of one ``if`` (never both run in one pass)?"""
+    for x, y in zip(a.blocks, b.blocks):
+        if x is y:
+            continue
+        return (getattr(x, "owner", None) is not None and getattr(x, "owner", None) is getattr(y, "owner", None)
+                and isinstance(x.owner, ast.If))
+    return False
 
 
 def _guards(ctx) -> int:
