@@ -172,6 +172,9 @@ def evaluate(model, loader):
         found = self._candidate(analysis, scope)
         if isinstance(found, str):
             return found
+        volatile = _volatile_input(scope)
+        if volatile is not None:
+            return f"grad off: inputs built with `volatile=True` at line {volatile.lineno}"
         # Grad mode through the callers is asked last: it reads other files.
         off = analysis.grad.scope_off(scope)
         if off:
@@ -444,6 +447,17 @@ def _own_class_calls_off(analysis, scope) -> bool:
 def _called_in_evaluation(analysis, scope):
     return evaluation_callers(analysis, scope, lambda a, s: _eval_mode_calls(s, a),
                               EvalForwardWithGrad._named_evaluation)
+
+
+def _volatile_input(scope):
+    """``Variable(x, volatile=True)``: how code written for PyTorch before 0.4 (which it
+    needs, and which ran it) switched graph building off for everything computed from
+    that input."""
+    for call, _ in scope.calls:
+        for keyword in call.keywords:
+            if keyword.arg == "volatile" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True:
+                return call
+    return None
 
 
 def _other_arms(analysis, scope, reported):
