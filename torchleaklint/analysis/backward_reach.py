@@ -40,10 +40,35 @@ def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
             if isinstance(stmt, ast.Assign) and stmt.value is call and isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
                 arity = len(stmt.targets[0].elts)
             refs = kinds.resolve_functions(call.func, scope, stmt, arity)
-            if refs and len(refs) <= MAX_TARGETS and all(project.calls_backward(r) for r in refs):
+            if refs and len(refs) <= MAX_TARGETS and all(_trains(project, r) for r in refs):
                 points.append((call, f"`{ast.unparse(call.func)}()` at line {call.lineno}, which calls `.backward()`"))
     memo[key] = points
     return points
+
+
+def _trains(project, ref) -> bool:
+    """Does the project function call ``backward()``, itself or through its callees, other
+    than through mode switches? ``train_mode()`` running ``self.G.train()`` and
+    ``self.D.train()`` sets nn.Module modes; the project's ``Trainer.train`` that the bare
+    name ``train`` would resolve to is not what runs there."""
+    if not project.calls_backward(ref):
+        return False
+    found = project.scope_for(ref)
+    if found is None:
+        return True
+    analysis, scope = found
+    if scope.backward_sites:
+        return True
+    kinds = analysis.graph.kinds
+    for call, stmt in scope.calls:
+        func = call.func
+        if (isinstance(func, ast.Attribute) and func.attr in ("train", "eval") and len(call.args) <= 1
+                and not call.keywords and not (isinstance(func.value, ast.Name) and func.value.id == "self")):
+            continue  # ``self.G.train()``, ``model.eval()``: nn.Module's mode
+        refs = kinds.resolve_functions(func, scope, stmt)
+        if refs and len(refs) <= MAX_TARGETS and all(project.calls_backward(r) for r in refs):
+            return True
+    return False
 
 
 def _switched_to_eval(scope: Scope) -> set:

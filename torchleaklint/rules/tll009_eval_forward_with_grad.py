@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis.backpropagated_results import backpropagated_result
 from ..analysis.backward_reach import gradient_points, gradient_reaching
 from ..analysis.eval_callers import evaluation_callers, scope_of_caller
 from ..analysis.graph import STRONG
@@ -309,7 +310,12 @@ def evaluate(model, loader):
             if after is not None and (call.lineno, call.col_offset) < (after.lineno, after.col_offset):
                 continue  # forwards before `.eval()` are training
             if isinstance(call.func, ast.Attribute) and call.func.attr.startswith(HELPER_METHOD_PREFIXES):
-                continue  # ``model.init_hidden(bsz)`` builds state; it is not a forward pass
+                # ``model.init_hidden(bsz)`` builds state; it is not a forward pass, unless a
+                # training step backpropagates what it returns (``self.get_g_loss(batch)``).
+                evidence = None if direct_only else backpropagated_result(analysis, call, scope, stmt)
+                if evidence is not None:
+                    yield stmt, evidence, False
+                continue
             dropped = isinstance(stmt, ast.Expr) and stmt.value is call
             evidence = kinds.module_call(call, scope, stmt)
             direct = evidence is not None
@@ -325,6 +331,8 @@ def evaluate(model, loader):
                             or _called_in_evaluation(s.analysis, s.scope)))
                         for s in summary.summaries):
                     evidence = every_candidate(summary)  # an evaluation helper is reported on its own
+                    if evidence is None:  # ``g_loss = self.get_g_loss(batch); g_loss.backward()`` elsewhere
+                        evidence = backpropagated_result(analysis, call, scope, stmt)
                 elif summary is None:
                     evidence = model_method_evidence(analysis, call, scope, stmt)  # ``model.infer(x)``
             if evidence is not None:
