@@ -18,7 +18,7 @@ TORCH_ROOTS = frozenset(
 MODULE_WORDS = frozenset(
     {"model", "models", "net", "network", "encoder", "decoder", "actor", "critic", "policy",
      "generator", "discriminator", "backbone", "head", "classifier", "rnn", "lstm", "gru",
-     "transformer", "unet", "vae", "autoencoder", "mlp", "cnn", "qnet", "netg", "netd"}
+     "transformer", "unet", "vae", "autoencoder", "mlp", "cnn", "qnet", "dqn", "netg", "netd"}
 )
 
 LOSS_WORDS = frozenset({"loss", "losses", "criterion", "criterium", "objective"})
