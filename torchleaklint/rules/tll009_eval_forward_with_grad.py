@@ -12,6 +12,7 @@ from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, called_name, calls_named, start_of
 from ..analysis.names import dotted, words
+from ..analysis.parameterless import called_class, holds_no_parameters
 from ..analysis.project import MAX_CALL_SITES
 from ..analysis.self_calls import self_call_sites
 from ..diagnostics import UNSAFE, Fix
@@ -321,6 +322,8 @@ def evaluate(model, loader):
             direct = evidence is not None
             if direct and dropped:
                 continue  # output dropped at once (calibration, ``embed(...)`` for side effects): no graph kept
+            if direct and _parameterless_module(analysis, call, scope, stmt):
+                continue  # a tokenizer written as an nn.Module: no parameter, no graph
             if evidence is None and not direct_only:
                 # A project helper that runs the forward itself (``out = self._forward(batch)``):
                 # its summary says what it returns; one that disables grad inside returns no graph.
@@ -455,6 +458,14 @@ def _own_class_calls_off(analysis, scope) -> bool:
 def _called_in_evaluation(analysis, scope):
     return evaluation_callers(analysis, scope, lambda a, s: _eval_mode_calls(s, a),
                               EvalForwardWithGrad._named_evaluation)
+
+
+def _parameterless_module(analysis, call, scope, stmt) -> bool:
+    project = analysis.project
+    if project is None:
+        return False
+    cls = called_class(analysis.graph.kinds, call, scope, stmt)
+    return cls is not None and holds_no_parameters(project, cls)
 
 
 def _volatile_input(scope):
