@@ -11,7 +11,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from ..analysis.names import TORCH_ROOTS
 from ..diagnostics import Diagnostic, Edit, Fix, Position
-from .testpaths import is_test_path
+from .testpaths import holds_tests, is_test_path
 
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead", "Fix safety", "Memory impact")
 
@@ -63,6 +63,13 @@ class RuleContext:
     def in_test_file(self) -> bool:
         """Whether the file is a test (see :mod:`.testpaths`); rules read nothing else of its path."""
         return is_test_path(self.path)
+
+    @property
+    def in_test_module(self) -> bool:
+        """A test file that holds tests (see :func:`.testpaths.holds_tests`): a script named
+        ``test_net.py`` that defines no test is not one. Besides the test-path verdict it
+        reads only the file's name, which the module name in the cache key covers."""
+        return holds_tests(self.path, self.analysis.index)
 
     @property
     def uses_torch(self) -> bool:

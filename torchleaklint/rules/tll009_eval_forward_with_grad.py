@@ -18,7 +18,6 @@ from ..analysis.self_calls import self_call_sites
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import import_edit, line_before, torch_name
-from .testpaths import holds_tests
 
 EVAL_WORDS = frozenset({"eval", "evaluate", "evaluation", "validate", "validation", "val", "valid", "test",
                         "predict", "prediction", "infer", "inference"})
@@ -143,7 +142,7 @@ def evaluate(model, loader):
         analysis = ctx.analysis
         if not ctx.in_torch_project:
             return  # other frameworks record gradients on their own terms
-        if ctx.in_test_file and holds_tests(ctx.path, analysis.index):
+        if ctx.in_test_module:
             return  # a test runs its forwards once (``tools/test_net.py``, a script, is not one)
         for scope in analysis.index.scopes:
             found = self._evaluation_forward(analysis, scope)
