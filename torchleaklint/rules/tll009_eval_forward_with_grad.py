@@ -41,12 +41,19 @@ class EvalForwardWithGrad(Rule):
     that ends with a validation loop after `model.eval()` is reported at the validation
     forward; batch-norm layers frozen with `m.eval()` before a training loop are not).
     Quiet when the forward runs under `torch.no_grad()`/`torch.inference_mode()`, the
-    function is decorated with them, or every caller in the linted files runs it with grad
-    disabled. A forward may also be a project helper whose summary returns module outputs
-    (`out = self._forward(batch)`), or a model method such as `model.infer(x)` when every
-    project module class defining it returns module outputs; a direct module call whose
-    output is dropped at once (`model(calibration_batch)`) keeps no graph and is not
-    reported.
+    function is decorated with them, every caller in the linted files runs it with grad
+    disabled, or every `self.<name>()` call that reaches the method through its class
+    hierarchy does (a framework base class whose `batch_act` wraps `self.eval_step()` in
+    `no_grad`); also when its inputs are built with `Variable(..., volatile=True)` (code
+    for PyTorch before 0.4). A forward may also be a project helper whose summary returns
+    module outputs (`out = self._forward(batch)`) or whose result a training step in the
+    same module backpropagates (`self.get_g_loss(batch)`), or a model method such as
+    `model.infer(x)` when every project module class defining it returns module outputs;
+    a direct module call whose output is dropped at once (`model(calibration_batch)`), or
+    of a project module proven to hold no parameters (a tokenizer), records no graph that
+    matters and is not reported. When the arms of an `if` run different forwards, each is
+    reported. Modules that import only their own project (whose modules import torch) are
+    checked; a file named `test_*.py` is skipped only when it defines tests.
 
     ## Why is this bad
     With grad enabled, every forward pass saves its activations for a backward pass that
