@@ -6,15 +6,15 @@ import ast
 
 from ..analysis.backpropagated_results import backpropagated_result
 from ..analysis.backward_reach import gradient_points, gradient_reaching
-from ..analysis.eval_callers import evaluation_callers, scope_of_caller
+from ..analysis.eval_callers import evaluation_callers
+from ..analysis.eval_mode import eval_mode_call, eval_mode_calls
+from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
 from ..analysis.graph import STRONG
 from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
-from ..analysis.module_index import LOOP_TYPES, called_name, calls_named, start_of
+from ..analysis.module_index import LOOP_TYPES
 from ..analysis.names import dotted, words
 from ..analysis.parameterless import called_class, holds_no_parameters
-from ..analysis.project import MAX_CALL_SITES
-from ..analysis.self_calls import self_call_sites
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import import_edit, line_before, torch_name
@@ -187,13 +187,13 @@ def evaluate(model, loader):
         off = analysis.grad.scope_off(scope)
         if off:
             return "grad off: " + off
-        if _own_class_calls_off(analysis, scope):
+        if class_calls_only_without_grad(analysis, scope):
             return "grad off: its class calls it only under no_grad"
         return found
 
     def _candidate(self, analysis, scope):
         index = analysis.index
-        eval_calls = _eval_mode_calls(scope, analysis)
+        eval_calls = eval_mode_calls(scope, analysis)
         if eval_calls:
             for eval_call in eval_calls:  # ``m.eval()`` freezing batch norm while training comes first
                 found = self._forward_without_gradient(analysis, scope, eval_call)
@@ -231,7 +231,7 @@ def evaluate(model, loader):
             return "a shape probe"  # ``self.conv(torch.zeros(1, *shape)).numel()``: built once, freed at once
         if not _firm(evidence, stmt):
             return "a forward known by its name only"
-        if not _called_with_grad(analysis, scope):
+        if not called_with_grad(analysis, scope):
             return self._handed_over(analysis, scope)
         reason = graph_stays_inside(analysis, scope)
         if reason is None:
@@ -335,7 +335,7 @@ def evaluate(model, loader):
                 # its summary says what it returns; one that disables grad inside returns no graph.
                 summary = kinds.call_summary(call, scope, stmt, 0, oracle=analysis.graph)
                 if summary is not None and not any(
-                        _eval_mode_call(s.scope) or (s.scope.loops and (
+                        eval_mode_call(s.scope) or (s.scope.loops and (
                             EvalForwardWithGrad._named_evaluation(s.analysis, s.scope)
                             or _called_in_evaluation(s.analysis, s.scope)))
                         for s in summary.summaries):
@@ -363,49 +363,6 @@ def evaluate(model, loader):
         return Fix(UNSAFE, "Decorate the function with `@torch.no_grad()`", tuple(edits))
 
 
-def _eval_mode_calls(scope, analysis=None):
-    """The ``x.eval()`` calls of the function, in source order; with ``analysis``, also
-    calls of project helpers that do it (``self.eval_mode()``; only helpers whose name
-    says "eval" are looked into, to keep the lookups few)."""
-    found = []
-    for call, stmt in scope.calls:
-        if _eval_mode(call) or (analysis is not None and not call.args and not call.keywords
-                                and "eval" in (called_name(call) or "")
-                                and _sets_eval_mode(analysis, call, scope, stmt)):
-            found.append(call)
-    return sorted(found, key=start_of)
-
-
-def _sets_eval_mode(analysis, call, scope, stmt) -> bool:
-    project = analysis.project
-    if project is None:
-        return False
-    refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
-    if not refs or len(refs) > 3:
-        return False
-    for ref in refs:
-        found = project.scope_for(ref)
-        if found is None or found[1] is scope or not _eval_mode_call(found[1]):
-            return False
-    return True
-
-
-def _eval_mode(call) -> bool:
-    """``model.eval()`` or ``model.train(False)``."""
-    func = call.func
-    if not isinstance(func, ast.Attribute) or call.keywords:
-        return False
-    if func.attr == "eval" and not call.args:
-        return not (isinstance(func.value, ast.Name) and func.value.id == "builtins")
-    return (func.attr == "train" and len(call.args) == 1 and isinstance(call.args[0], ast.Constant)
-            and call.args[0].value is False)
-
-
-def _eval_mode_call(scope):
-    calls = _eval_mode_calls(scope)
-    return calls[0] if calls else None
-
-
 def _firm(evidence, node) -> bool:
     """Evidence of a forward firm enough without an evaluation context: proven, or a
     component of the object named like a model (``self.learner.actor(s)``), not any value
@@ -420,49 +377,8 @@ def _firm(evidence, node) -> bool:
     return False
 
 
-def _called_with_grad(analysis, scope) -> bool:
-    """Does some call in the linted files that reaches this function run with grad on? A
-    free function is matched by resolving each call (``test()`` in ``main.py`` is not the
-    ``test()`` smoke check of a model file); a method, whose receiver's class is rarely
-    known at the call (``policy.select_action(s)``), when some call of its name does."""
-    project = analysis.project
-    sites = project.call_sites(scope.name)
-    if all(off for _, _, off in sites):
-        return False
-    if scope.class_name:
-        return True
-    if len(sites) > MAX_CALL_SITES:
-        return False
-    me = (analysis.index.module_name, scope.qualname)
-    for module, caller in dict.fromkeys((module, caller) for module, caller, _ in sites):
-        found = scope_of_caller(project, module, caller)
-        if found is None:
-            continue
-        caller_analysis, caller_scope = found
-        for call, stmt in calls_named(caller_scope, scope.name):
-            if caller_analysis.index.ctx(stmt).grad_off:
-                continue
-            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, stmt)
-            if any((ref.module, ref.qualname) == me for ref in refs):
-                return True
-    return False
-
-
-def _own_class_calls_off(analysis, scope) -> bool:
-    """A method its class hierarchy calls (``self.visualize_results(epoch)``, a base
-    class's ``batch_act`` running ``self.eval_step(batch)``) only with grad disabled.
-    Where the name is too common across the project to follow every caller (one such
-    method per GAN variant, per agent), the class's own calls still decide."""
-    if not scope.class_name or scope.name.startswith("__"):
-        return False
-    sites = list(self_call_sites(analysis, scope))
-    return bool(sites) and all(method is not scope and (owner.index.ctx(stmt).grad_off
-                                                          or owner.grad.scope_off(method))
-                               for owner, method, stmt in sites)
-
-
 def _called_in_evaluation(analysis, scope):
-    return evaluation_callers(analysis, scope, lambda a, s: _eval_mode_calls(s, a),
+    return evaluation_callers(analysis, scope, lambda a, s: eval_mode_calls(s, a),
                               EvalForwardWithGrad._named_evaluation)
 
 
