@@ -86,11 +86,19 @@ def _plainly_annotated(func) -> set:
     if args is None:
         return out
     for arg in args.posonlyargs + args.args + args.kwonlyargs:
-        if arg.annotation is not None and all(
-                isinstance(n, ast.Name) and n.id in _PLAIN_TYPES or not isinstance(n, ast.Name)
-                for n in ast.walk(arg.annotation)) and not isinstance(arg.annotation, ast.Attribute):
+        if arg.annotation is not None and all(_plain_type_part(n) for n in ast.walk(arg.annotation)):
             out.add(arg.arg)
     return out
+
+
+def _plain_type_part(node) -> bool:
+    """A piece of an annotation made of plain Python types only (``Optional[List[str]]``);
+    ``nn.Module``, ``torch.Tensor``, a project class or a string annotation is not."""
+    if isinstance(node, ast.Name):
+        return node.id in _PLAIN_TYPES
+    if isinstance(node, ast.Constant):
+        return node.value is None
+    return isinstance(node, (ast.Subscript, ast.Tuple, ast.BinOp, ast.BitOr, ast.Load))
 
 
 def _plain(value, params: set, imports, method, depth: int = 0) -> bool:
