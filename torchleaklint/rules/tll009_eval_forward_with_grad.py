@@ -404,12 +404,18 @@ def _volatile_input(scope):
 def _other_arms(analysis, scope, reported):
     """The forwards that run instead of the reported one, in the other arms of an ``if``
     in the same loop (``preds = model(x, boxes)`` when detecting, ``preds = model(x)``
-    otherwise): which arm runs is configuration, so each is reported where it is."""
+    otherwise): which arm runs is configuration, so each is reported where it is. An
+    ``if`` on an optional argument (``if critic is None:``, default None) is a mode the
+    caller picks, often never: only the reported arm counts there."""
     index = analysis.index
     taken = [index.ctx(reported)]
+    optional = _optional_params(scope.node)
     for stmt, evidence, _ in EvalForwardWithGrad._forwards(analysis, scope, reported, direct_only=True):
         ctx = index.ctx(stmt)
         if ctx.loops != taken[0].loops or not all(_exclusive(ctx, other) for other in taken):
+            continue
+        fork = _fork(ctx, taken[0])
+        if fork is None or any(isinstance(n, ast.Name) and n.id in optional for n in ast.walk(fork.test)):
             continue
         if gradient_reaching(analysis, scope, stmt):
             continue
@@ -419,12 +425,28 @@ def _other_arms(analysis, scope, reported):
 
 def _exclusive(a, b) -> bool:
     """Do two statements sit in different arms of one ``if`` (never both run in one pass)?"""
+    return _fork(a, b) is not None
+
+
+def _fork(a, b):
+    """The ``if`` in whose different arms two statements sit, or None."""
     for x, y in zip(a.blocks, b.blocks):
         if x is y:
             continue
-        return (getattr(x, "owner", None) is not None and getattr(x, "owner", None) is getattr(y, "owner", None)
-                and isinstance(x.owner, ast.If))
-    return False
+        owner = getattr(x, "owner", None)
+        return owner if owner is not None and owner is getattr(y, "owner", None) and isinstance(owner, ast.If) else None
+    return None
+
+
+def _optional_params(func) -> set:
+    """Parameters whose default is None."""
+    args = getattr(func, "args", None)
+    if args is None:
+        return set()
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return {a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value is None}
 
 
 def _guards(ctx) -> int:
