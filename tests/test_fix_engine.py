@@ -226,7 +226,7 @@ def test_syntax_error_message_and_json(cli, tmp_path):
 @pytest.mark.parametrize("data, line", [
     (b"import torch\nx = 1\ny = '\xff\xfe'\n", 3),          # invalid UTF-8, no cookie
     (b"\xff\xfe\nimport torch\n", 1),                      # invalid UTF-8 on line 1
-    (b"# -*- coding: no-such-codec -*-\nx = 1\n", 1),       # unknown encoding
+    (b"# -*- coding: no-such-codec -*-\nx = '\xe9'\n", 1),  # unknown encoding, and not UTF-8 either
     (b"import torch\nx = 1\x00\n", 2),                      # NUL byte
 ])
 def test_undecodable_files_are_tll000(cli, tmp_path, data, line):

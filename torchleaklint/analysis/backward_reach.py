@@ -33,16 +33,86 @@ def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
     project = analysis.project
     if project is not None:
         kinds = analysis.graph.kinds
+        switched = _switched_to_eval(scope)
         for call, stmt in scope.calls:
+            if _mode_switch(call, switched):
+                continue  # ``self.model.train()`` after ``self.model.eval()``: nn.Module's mode, not a trainer
             arity = 0
             if isinstance(stmt, ast.Assign) and stmt.value is call and isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
                 arity = len(stmt.targets[0].elts)
             refs = kinds.resolve_functions(call.func, scope, stmt, arity)
-            if refs and len(refs) <= MAX_TARGETS and all(project.computes_gradients(r) for r in refs):
-                what = "calls `.backward()`" if all(project.calls_backward(r) for r in refs) else "computes gradients"
+            if refs and len(refs) <= MAX_TARGETS and all(_trains(project, r) or _differentiates(project, r)
+                                                         for r in refs):
+                what = "calls `.backward()`" if all(_trains(project, r) for r in refs) else "computes gradients"
                 points.append((call, f"`{ast.unparse(call.func)}()` at line {call.lineno}, which {what}"))
     memo[key] = points
     return points
+
+
+def _trains(project, ref) -> bool:
+    """Does the project function call ``backward()``, itself or through its callees, other
+    than through mode switches? ``train_mode()`` running ``self.G.train()`` and
+    ``self.D.train()`` sets nn.Module modes; the project's ``Trainer.train`` that the bare
+    name ``train`` would resolve to is not what runs there."""
+    if not project.calls_backward(ref):
+        return False
+    found = project.scope_for(ref)
+    if found is None:
+        return True
+    analysis, scope = found
+    if scope.backward_sites:
+        return True
+    kinds = analysis.graph.kinds
+    for call, stmt in scope.calls:
+        func = call.func
+        if (isinstance(func, ast.Attribute) and func.attr in ("train", "eval") and len(call.args) <= 1
+                and not call.keywords and not (isinstance(func.value, ast.Name) and func.value.id == "self")):
+            continue  # ``self.G.train()``, ``model.eval()``: nn.Module's mode
+        refs = kinds.resolve_functions(func, scope, stmt)
+        if refs and len(refs) <= MAX_TARGETS and all(project.calls_backward(r) for r in refs):
+            return True
+    return False
+
+
+def _differentiates(project, ref, depth: int = 0) -> bool:
+    """Does the project function call ``torch.autograd.grad`` itself, or through a project
+    function it calls (a Jacobian helper calling the gradient helper)? Mode switches
+    (``model.train()``) are not followed, as in :func:`_trains`."""
+    if depth > 1 or not project.computes_gradients(ref):
+        return False
+    found = project.scope_for(ref)
+    if found is None:
+        return False
+    analysis, scope = found
+    if any(site.kind == "grad" for site in scope.backward_sites):
+        return True
+    kinds = analysis.graph.kinds
+    for call, stmt in scope.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("train", "eval") and len(call.args) <= 1:
+            continue
+        refs = kinds.resolve_functions(func, scope, stmt)
+        if refs and len(refs) <= MAX_TARGETS and all(_differentiates(project, r, depth + 1) for r in refs):
+            return True
+    return False
+
+
+def _switched_to_eval(scope: Scope) -> set:
+    """The receivers the function puts in eval mode (``self.model`` of ``self.model.eval()``)."""
+    out = set()
+    for call, _ in scope.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "eval" and not call.args and not call.keywords:
+            out.add(ast.dump(func.value))
+    return out
+
+
+def _mode_switch(call: ast.Call, switched: set) -> bool:
+    """``x.train()``/``x.train(mode)`` on a receiver the same function calls ``.eval()`` on:
+    the module's mode switch, whatever project function is also spelled ``train``."""
+    func = call.func
+    return (isinstance(func, ast.Attribute) and func.attr == "train" and len(call.args) <= 1 and not call.keywords
+            and ast.dump(func.value) in switched)
 
 
 def gradient_reaching(analysis, scope: Scope, stmt: ast.AST) -> Optional[str]:

@@ -50,7 +50,9 @@ def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Op
                 return None
         elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            if any(_outlives_call(t, local) for t in targets) and _carried_by(analysis, scope, graph, stmt.value, stmt):
+            if any(_outlives_call(t, local) for t in targets) and (
+                    _holds_graph(analysis, scope, graph, stmt.value, stmt)
+                    or _carried_by(analysis, scope, graph, stmt.value, stmt)):
                 return None
     from_calls = _bound_from_calls(scope)
     for call, stmt in scope.calls:
@@ -60,6 +62,18 @@ def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Op
         if not harmless_call(analysis, scope, call, stmt, local, depth):
             return None
     return "it computes no gradient, returns no graph and stores none where it outlives the call"
+
+
+def _holds_graph(analysis, scope: Scope, graph, value, stmt) -> bool:
+    """Does a value stored where it outlives the call hold a graph: carry one itself, or
+    wrap one (``batch.policy = Batch(act_hat=act_hat, loss=loss)``, a record built by a
+    constructor the oracle cannot see into), unless spelled graph-free?"""
+    if graph.carrying(value, stmt) is not None:
+        return True
+    if _spelled_graph_free(analysis, scope, value, stmt):
+        return False
+    return any(graph.carrying(node, stmt) is not None for node in ast.walk(value)
+               if node is not value and isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)))
 
 
 def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> bool:
@@ -166,6 +180,11 @@ def _may_carry(analysis, scope: Scope, graph, arg, stmt, from_calls: set) -> boo
 
     if _explicitly_detached(arg):
         return False
+    if isinstance(arg, ast.Name):
+        # ``state = self.preprocess(state)``: the call's argument is still the parameter.
+        defs = analysis.flow.reaching(scope, arg.id, stmt)
+        if defs and all(d.kind == "param" for d in defs):
+            return False
     return bool(analysis.flow.sources_of(scope, expr_keys(arg)) & from_calls)
 
 

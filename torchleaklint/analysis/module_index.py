@@ -227,6 +227,10 @@ def grad_off_call(expr: ast.AST, imports: ImportMap) -> Optional[str]:
             if isinstance(expr.args[0], ast.Constant) and expr.args[0].value is False:
                 return None
         return f"{short}()"
+    if (short in ("no_grad", "inference_mode") and imports.star_imported and isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name) and target.value.id not in imports.aliases):
+        # ``with th.no_grad():`` where ``th`` comes from ``from utils import *`` (``import torch as th`` there)
+        return f"{short}()"
     if short == "set_grad_enabled" and isinstance(expr, ast.Call) and expr.args:
         arg = expr.args[0]
         if isinstance(arg, ast.Constant) and arg.value is False:

@@ -18,7 +18,7 @@ TORCH_ROOTS = frozenset(
 MODULE_WORDS = frozenset(
     {"model", "models", "net", "network", "encoder", "decoder", "actor", "critic", "policy",
      "generator", "discriminator", "backbone", "head", "classifier", "rnn", "lstm", "gru",
-     "transformer", "unet", "vae", "autoencoder", "mlp", "cnn", "qnet", "netg", "netd"}
+     "transformer", "unet", "vae", "autoencoder", "mlp", "cnn", "qnet", "dqn", "netg", "netd"}
 )
 
 LOSS_WORDS = frozenset({"loss", "losses", "criterion", "criterium", "objective"})
@@ -105,6 +105,7 @@ class ImportMap:
 
     def __init__(self) -> None:
         self.aliases: Dict[str, str] = {}
+        self.star_imported = False  # ``from utils import *``: names of unknown origin
 
     def add(self, node: ast.AST, package: str) -> None:
         if isinstance(node, ast.Import):
@@ -123,6 +124,7 @@ class ImportMap:
                 base = ".".join(p for p in (prefix, base) if p)
             for alias in node.names:
                 if alias.name == "*":
+                    self.star_imported = True
                     continue
                 local = alias.asname or alias.name
                 self.aliases[local] = f"{base}.{alias.name}" if base else alias.name

@@ -200,10 +200,20 @@ class ProjectIndex:
         return self._call_sites.get(name, [])
 
     def is_test_module(self, module: str) -> bool:
-        from ..rules.testpaths import is_test_path
+        """Does the module hold tests: a test path, and for a file named ``test_*.py`` or
+        ``*_test.py`` one that defines tests or imports a test framework (the same verdict as
+        ``rules.testpaths.holds_tests``, from the symbol table)?"""
+        from ..rules.testpaths import TEST_FRAMEWORKS, is_test_path
 
         table = self.tables.get(module)
-        return table is not None and is_test_path(table.path)
+        if table is None or not is_test_path(table.path):
+            return False
+        name = table.path.replace("\\", "/").split("/")[-1]
+        if not (name.startswith("test_") or name.endswith("_test.py")):
+            return True
+        return (any(target.split(".")[0] in TEST_FRAMEWORKS for target in table.imports.values())
+                or any("." not in qual and qual.startswith("test_") for qual in table.functions)
+                or any(cls.startswith("Test") for cls in table.classes))
 
     def call_sites_of(self, module: str, name: str) -> List[Tuple[str, str, bool]]:
         """``call_sites(name)`` for the function ``name`` of ``module``, without the calls in

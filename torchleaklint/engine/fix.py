@@ -97,7 +97,13 @@ def fix_source(session, path: str, source: SourceText, unsafe: bool) -> FixOutco
             break
         problem = parses(new_text)
         if problem is not None:
-            error = f"a fix produced code that does not parse ({problem}); the file was left as it was"
+            if parses(text) is not None:
+                # Read with an older grammar (``async`` as a name): the parsers that check a
+                # fix reject the file before any edit too.
+                error = (f"not fixed: the file is valid only in an older Python ({problem}), so a fix "
+                         f"cannot be checked; the file was left as it was")
+            else:
+                error = f"a fix produced code that does not parse ({problem}); the file was left as it was"
             break
         text = new_text
         applied += count

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
@@ -19,6 +18,7 @@ from ..rules import ALL_RULES, PARSE_ERROR
 from ..rules.base import RuleContext
 from .deps import Dependencies, RecordingProjectIndex
 from .file_gate import read_regular
+from .grammar import parse_python
 from .modules import forget_folders, module_name_for
 from .noqa import UNUSED_NOQA, is_suppressed, noqa_directives, skips_file, unused_noqa
 from .notebook import NotebookSource, is_notebook
@@ -67,9 +67,7 @@ def parse_source(source: SourceText, path: str) -> Union[ast.Module, Diagnostic]
     global _parses
     _parses += 1
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(source.text, filename=path)
+        return parse_python(source.text, path)
     except SyntaxError as exc:
         line = exc.lineno or 1
         col = max((exc.offset or 1) - 1, 0)

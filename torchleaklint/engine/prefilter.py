@@ -35,10 +35,11 @@ TRACE = "trace"  # TLL016: ``torch.jit.trace`` / ``trace_module``
 STEP = "step"  # TLL017: the loop's ``optimizer.step()``
 
 BACKWARD = "backward"  # TLL001/TLL002 in helper modules that import nothing but backpropagate
+EVAL_MODE = ".eval()"  # TLL009 in a module of a PyTorch project that imports only the project
 
 WORDS: FrozenSet[str] = frozenset(TORCH_ROOTS | ML_ROOTS | {MATPLOTLIB, DEEPCOPY, RETAIN_GRAPH, BACKWARD, ITERTOOLS,
                                                             HOOK, DETECT_ANOMALY, NEW_GROUP, NEW_SUBGROUPS, TRACE,
-                                                            STEP})
+                                                            STEP, EVAL_MODE})
 
 # For each rule: every group must have one word present (an AND of ORs).
 _TORCH = frozenset(TORCH_ROOTS)
@@ -52,7 +53,7 @@ RULE_TRIGGERS: Dict[str, tuple] = {
     "TLL006": (_TORCH,),
     "TLL007": (_TORCH,),
     "TLL008": (_TORCH, frozenset({RETAIN_GRAPH})),
-    "TLL009": (_TORCH,),
+    "TLL009": (_TORCH | {EVAL_MODE},),
     "TLL010": (frozenset({ITERTOOLS}),),
     "TLL011": (frozenset({"torch"}),),  # a base resolving to torch.autograd.Function
     "TLL012": (frozenset({"torch"}),),

@@ -109,7 +109,9 @@ def decode_source(data: bytes) -> SourceText:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceDecodeError(f"cannot determine the file's encoding: {exc.msg}") from None
+        encoding = _unknown_codec_read_as_utf8(data, exc.msg)
+        if encoding is None:
+            raise SourceDecodeError(f"cannot determine the file's encoding: {exc.msg}") from None
     original = data
     bom = False
     if encoding == "utf-8-sig":
@@ -130,3 +132,19 @@ def decode_source(data: bytes) -> SourceText:
     source = SourceText(text=text, encoding=encoding, bom=bom)
     source.original = original
     return source
+
+
+def _unknown_codec_read_as_utf8(data: bytes, message: str) -> Optional[str]:
+    """``# -*- coding: future_fstrings -*-`` names a codec that a package registers at
+    start-up to rewrite the source for old Pythons; on the Pythons that run the code today
+    such codecs pass UTF-8 through. A file whose cookie names a codec this Python does not
+    know is read as UTF-8 when its bytes are valid UTF-8 (so a fix writes back the same
+    bytes outside its edits); it then parses or is reported like any other file. A codec
+    that really transforms the text leaves something the parser rejects (TLL000)."""
+    if not message.startswith("unknown encoding") or data.startswith(codecs.BOM_UTF8):
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return "utf-8"

@@ -9,8 +9,9 @@ import textwrap
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence
 
+from ..analysis.names import TORCH_ROOTS
 from ..diagnostics import Diagnostic, Edit, Fix, Position
-from .testpaths import is_test_path
+from .testpaths import holds_tests, is_test_path
 
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead", "Fix safety", "Memory impact")
 
@@ -27,6 +28,20 @@ class Invalid:
 # Frameworks whose tensors have a ``backward()`` of their own.
 OTHER_AUTOGRAD_FRAMEWORKS = frozenset({"chainer", "mxnet", "tensorflow", "jax", "paddle", "mindspore",
                                        "oneflow", "cupy", "autograd", "micrograd", "tinygrad", "dynet"})
+
+
+MAX_IMPORTED_TABLES = 24  # project modules read to tell whether a module is part of a PyTorch project
+
+
+def _project_modules(project, targets):
+    """The project modules that imported names come from."""
+    for target in targets:
+        module = project.find_module(target)  # ``import onmt.inputters``
+        if module is None and "." in target:  # ``from onmt.utils.loss import build_loss``
+            found = project.resolve_symbol(target)
+            module = found[0] if found else None
+        if module is not None:
+            yield module
 
 
 def scalar_backward(call: ast.Call) -> bool:
@@ -50,6 +65,13 @@ class RuleContext:
         return is_test_path(self.path)
 
     @property
+    def in_test_module(self) -> bool:
+        """A test file that holds tests (see :func:`.testpaths.holds_tests`): a script named
+        ``test_net.py`` that defines no test is not one. Besides the test-path verdict it
+        reads only the file's name, which the module name in the cache key covers."""
+        return holds_tests(self.path, self.analysis.index)
+
+    @property
     def uses_torch(self) -> bool:
         """Graph rules apply to modules that import PyTorch (or its ecosystem), and to
         helper modules that import no framework at all but backpropagate a loss (``def
@@ -62,6 +84,35 @@ class RuleContext:
             return False
         return any(site.kind == "backward" and scalar_backward(site.call)
                    for scope in self.analysis.index.scopes for site in scope.backward_sites)
+
+    @property
+    def in_torch_project(self) -> bool:
+        """The module imports PyTorch, or imports no autograd framework itself but imports
+        modules of the project that do (``onmt/trainer.py`` importing only
+        ``onmt.inputters``, whose modules import torch): its models are PyTorch models.
+        Only the symbol tables of the project modules it imports are read, and of the
+        modules those import in turn (a package re-exporting its modules), a few at most."""
+        imports = self.analysis.index.imports
+        if imports.imports_torch():
+            return True
+        project = self.analysis.project
+        if project is None or any(t.split(".")[0] in OTHER_AUTOGRAD_FRAMEWORKS for t in imports.aliases.values()):
+            return False
+        seen = {self.analysis.index.module_name}
+        layer = [imports.aliases.values()]
+        for _ in range(2):
+            following = []
+            for targets in layer:
+                for module in _project_modules(project, targets):
+                    if module in seen or len(seen) > MAX_IMPORTED_TABLES:
+                        continue
+                    seen.add(module)
+                    table = project.tables.get(module)
+                    if any(v.split(".")[0] in TORCH_ROOTS for v in table.imports.values()):
+                        return True
+                    following.append(table.imports.values())
+            layer = following
+        return False
 
     def position(self, line: int, byte_col: int) -> Position:
         return Position(line, self.source.char_col(line, byte_col))

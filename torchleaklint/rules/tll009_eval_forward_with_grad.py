@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis.backpropagated_results import backpropagated_result
 from ..analysis.backward_reach import gradient_points, gradient_reaching
-from ..analysis.eval_callers import evaluation_callers, scope_of_caller
+from ..analysis.eval_callers import evaluation_callers
+from ..analysis.eval_mode import eval_mode_call, eval_mode_calls
+from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
 from ..analysis.graph import STRONG
 from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
-from ..analysis.module_index import LOOP_TYPES, called_name, calls_named, start_of
+from ..analysis.module_index import LOOP_TYPES
 from ..analysis.names import dotted, words
-from ..analysis.project import MAX_CALL_SITES
+from ..analysis.parameterless import called_class, holds_no_parameters
 from ..analysis.repetition import setup_only
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
@@ -39,12 +42,19 @@ class EvalForwardWithGrad(Rule):
     that ends with a validation loop after `model.eval()` is reported at the validation
     forward; batch-norm layers frozen with `m.eval()` before a training loop are not).
     Quiet when the forward runs under `torch.no_grad()`/`torch.inference_mode()`, the
-    function is decorated with them, or every caller in the linted files runs it with grad
-    disabled. A forward may also be a project helper whose summary returns module outputs
-    (`out = self._forward(batch)`), or a model method such as `model.infer(x)` when every
-    project module class defining it returns module outputs; a direct module call whose
-    output is dropped at once (`model(calibration_batch)`) keeps no graph and is not
-    reported.
+    function is decorated with them, every caller in the linted files runs it with grad
+    disabled, or every `self.<name>()` call that reaches the method through its class
+    hierarchy does (a framework base class whose `batch_act` wraps `self.eval_step()` in
+    `no_grad`); also when its inputs are built with `Variable(..., volatile=True)` (code
+    for PyTorch before 0.4). A forward may also be a project helper whose summary returns
+    module outputs (`out = self._forward(batch)`) or whose result a training step in the
+    same module backpropagates (`self.get_g_loss(batch)`), or a model method such as
+    `model.infer(x)` when every project module class defining it returns module outputs;
+    a direct module call whose output is dropped at once (`model(calibration_batch)`), or
+    of a project module proven to hold no parameters (a tokenizer), records no graph that
+    matters and is not reported. When the arms of an `if` run different forwards, each is
+    reported. Modules that import only their own project (whose modules import torch) are
+    checked; a file named `test_*.py` is skipped only when it defines tests.
 
     ## Why is this bad
     With grad enabled, every forward pass saves its activations for a backward pass that
@@ -138,29 +148,30 @@ def evaluate(model, loader):
 
     def check(self, ctx: RuleContext):
         analysis = ctx.analysis
-        if not analysis.index.imports.imports_torch():
+        if not ctx.in_torch_project:
             return  # other frameworks record gradients on their own terms
-        if ctx.in_test_file:
-            return  # a test runs its forwards once
+        if ctx.in_test_module:
+            return  # a test runs its forwards once (``tools/test_net.py``, a script, is not one)
         for scope in analysis.index.scopes:
             found = self._evaluation_forward(analysis, scope)
             if isinstance(found, str):
                 continue  # why not: kept as text for debugging the analysis
             scope_name, why, stmt, evidence = found
-            loops = analysis.index.ctx(stmt).loops
-            often = f"once per iteration of the loop at line {loops[-1].lineno}" if loops else "once per call"
-            message = (f"`{scope_name}` {why} and runs a forward pass with autograd recording, {often}: its "
-                       f"activations are kept for a backward pass that never uses them")
-            notes = [f"forward: {evidence.describe()}",
-                     ("kept: every activation the forward saves for backward, for as long as its output or "
-                      "anything computed from it lives"),
-                     "no gradient: no `.backward()`/`autograd.grad` can reach the forward's output",
-                     ("grad mode: no `no_grad`/`inference_mode` around it, and no caller in the linted files "
-                      "disables grad for every call")]
             # Decorating a function that also trains (a validation loop at the end of
             # ``train()``) would switch its training off: no fix there.
             fix = None if gradient_points(analysis, scope) else self._fix(ctx, scope)
-            yield self.diagnostic(ctx, stmt, message, fix, notes)
+            for stmt, evidence in [(stmt, evidence), *_other_arms(analysis, scope, stmt)]:
+                loops = analysis.index.ctx(stmt).loops
+                often = f"once per iteration of the loop at line {loops[-1].lineno}" if loops else "once per call"
+                message = (f"`{scope_name}` {why} and runs a forward pass with autograd recording, {often}: its "
+                           f"activations are kept for a backward pass that never uses them")
+                notes = [f"forward: {evidence.describe()}",
+                         ("kept: every activation the forward saves for backward, for as long as its output or "
+                          "anything computed from it lives"),
+                         "no gradient: no `.backward()`/`autograd.grad` can reach the forward's output",
+                         ("grad mode: no `no_grad`/`inference_mode` around it, and no caller in the linted files "
+                          "disables grad for every call")]
+                yield self.diagnostic(ctx, stmt, message, fix, notes)
 
     def _evaluation_forward(self, analysis, scope):
         """(name, why it is evaluation, statement, evidence) of the evaluation forward the
@@ -170,17 +181,20 @@ def evaluate(model, loader):
         found = self._candidate(analysis, scope)
         if isinstance(found, str):
             return found
+        volatile = _volatile_input(scope)
+        if volatile is not None:
+            return f"grad off: inputs built with `volatile=True` at line {volatile.lineno}"
         # Grad mode through the callers is asked last: it reads other files.
         off = analysis.grad.scope_off(scope)
         if off:
             return "grad off: " + off
-        if _own_class_calls_off(analysis, scope):
+        if class_calls_only_without_grad(analysis, scope):
             return "grad off: its class calls it only under no_grad"
         return found
 
     def _candidate(self, analysis, scope):
         index = analysis.index
-        eval_calls = _eval_mode_calls(scope, analysis)
+        eval_calls = eval_mode_calls(scope, analysis)
         if eval_calls:
             for eval_call in eval_calls:  # ``m.eval()`` freezing batch norm while training comes first
                 found = self._forward_without_gradient(analysis, scope, eval_call)
@@ -220,7 +234,7 @@ def evaluate(model, loader):
             return "called only while an object is built"  # once per construction, nothing repeats it
         if not _firm(evidence, stmt):
             return "a forward known by its name only"
-        if not _called_with_grad(analysis, scope):
+        if not called_with_grad(analysis, scope):
             return self._handed_over(analysis, scope)
         reason = graph_stays_inside(analysis, scope)
         if reason is None:
@@ -306,18 +320,25 @@ def evaluate(model, loader):
             if after is not None and (call.lineno, call.col_offset) < (after.lineno, after.col_offset):
                 continue  # forwards before `.eval()` are training
             if isinstance(call.func, ast.Attribute) and call.func.attr.startswith(HELPER_METHOD_PREFIXES):
-                continue  # ``model.init_hidden(bsz)`` builds state; it is not a forward pass
+                # ``model.init_hidden(bsz)`` builds state; it is not a forward pass, unless a
+                # training step backpropagates what it returns (``self.get_g_loss(batch)``).
+                evidence = None if direct_only else backpropagated_result(analysis, call, scope, stmt)
+                if evidence is not None:
+                    yield stmt, evidence, False
+                continue
             dropped = isinstance(stmt, ast.Expr) and stmt.value is call
             evidence = kinds.module_call(call, scope, stmt)
             direct = evidence is not None
             if direct and dropped:
                 continue  # output dropped at once (calibration, ``embed(...)`` for side effects): no graph kept
+            if direct and _parameterless_module(analysis, call, scope, stmt):
+                continue  # a tokenizer written as an nn.Module: no parameter, no graph
             if evidence is None and not direct_only:
                 # A project helper that runs the forward itself (``out = self._forward(batch)``):
                 # its summary says what it returns; one that disables grad inside returns no graph.
                 summary = kinds.call_summary(call, scope, stmt, 0, oracle=analysis.graph)
                 if summary is not None and not any(
-                        _eval_mode_call(s.scope) or (s.scope.loops and (
+                        eval_mode_call(s.scope) or (s.scope.loops and (
                             EvalForwardWithGrad._named_evaluation(s.analysis, s.scope)
                             or _called_in_evaluation(s.analysis, s.scope)))
                         for s in summary.summaries):
@@ -327,6 +348,8 @@ def evaluate(model, loader):
                         # the helper's caller built (``ac = actor_critic(obs_space, act_space)``);
                         # a model the object holds (``self.model``) is one.
                         evidence = None
+                    if evidence is None:  # ``g_loss = self.get_g_loss(batch); g_loss.backward()`` elsewhere
+                        evidence = backpropagated_result(analysis, call, scope, stmt)
                 elif summary is None:
                     evidence = model_method_evidence(analysis, call, scope, stmt)  # ``model.infer(x)``
             if evidence is not None:
@@ -348,49 +371,6 @@ def evaluate(model, loader):
         return Fix(UNSAFE, "Decorate the function with `@torch.no_grad()`", tuple(edits))
 
 
-def _eval_mode_calls(scope, analysis=None):
-    """The ``x.eval()`` calls of the function, in source order; with ``analysis``, also
-    calls of project helpers that do it (``self.eval_mode()``; only helpers whose name
-    says "eval" are looked into, to keep the lookups few)."""
-    found = []
-    for call, stmt in scope.calls:
-        if _eval_mode(call) or (analysis is not None and not call.args and not call.keywords
-                                and "eval" in (called_name(call) or "")
-                                and _sets_eval_mode(analysis, call, scope, stmt)):
-            found.append(call)
-    return sorted(found, key=start_of)
-
-
-def _sets_eval_mode(analysis, call, scope, stmt) -> bool:
-    project = analysis.project
-    if project is None:
-        return False
-    refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
-    if not refs or len(refs) > 3:
-        return False
-    for ref in refs:
-        found = project.scope_for(ref)
-        if found is None or found[1] is scope or not _eval_mode_call(found[1]):
-            return False
-    return True
-
-
-def _eval_mode(call) -> bool:
-    """``model.eval()`` or ``model.train(False)``."""
-    func = call.func
-    if not isinstance(func, ast.Attribute) or call.keywords:
-        return False
-    if func.attr == "eval" and not call.args:
-        return not (isinstance(func.value, ast.Name) and func.value.id == "builtins")
-    return (func.attr == "train" and len(call.args) == 1 and isinstance(call.args[0], ast.Constant)
-            and call.args[0].value is False)
-
-
-def _eval_mode_call(scope):
-    calls = _eval_mode_calls(scope)
-    return calls[0] if calls else None
-
-
 def _firm(evidence, node) -> bool:
     """Evidence of a forward firm enough without an evaluation context: proven, or a
     component of the object named like a model (``self.learner.actor(s)``), not any value
@@ -405,55 +385,76 @@ def _firm(evidence, node) -> bool:
     return False
 
 
-def _called_with_grad(analysis, scope) -> bool:
-    """Does some call in the linted files that reaches this function run with grad on? A
-    free function is matched by resolving each call (``test()`` in ``main.py`` is not the
-    ``test()`` smoke check of a model file); a method, whose receiver's class is rarely
-    known at the call (``policy.select_action(s)``), when some call of its name does."""
-    project = analysis.project
-    sites = project.call_sites(scope.name)
-    if all(off for _, _, off in sites):
-        return False
-    if scope.class_name:
-        return True
-    if len(sites) > MAX_CALL_SITES:
-        return False
-    me = (analysis.index.module_name, scope.qualname)
-    for module, caller in dict.fromkeys((module, caller) for module, caller, _ in sites):
-        found = scope_of_caller(project, module, caller)
-        if found is None:
-            continue
-        caller_analysis, caller_scope = found
-        for call, stmt in calls_named(caller_scope, scope.name):
-            if caller_analysis.index.ctx(stmt).grad_off:
-                continue
-            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, stmt)
-            if any((ref.module, ref.qualname) == me for ref in refs):
-                return True
-    return False
-
-
-def _own_class_calls_off(analysis, scope) -> bool:
-    """A method its own class calls (``self.visualize_results(epoch)``) only with grad
-    disabled. Where the name is too common across the project to follow every caller
-    (one such method per GAN variant), the class's own calls still decide."""
-    if not scope.class_name or scope.name.startswith("__"):
-        return False
-    sites = []
-    for method in analysis.index.methods(scope.class_name):
-        for call, stmt in method.calls:
-            func = call.func
-            if (isinstance(func, ast.Attribute) and func.attr == scope.name and isinstance(func.value, ast.Name)
-                    and func.value.id == "self"):
-                sites.append((method, stmt))
-    return bool(sites) and all(method is not scope and (analysis.index.ctx(stmt).grad_off
-                                                          or analysis.grad.scope_off(method))
-                               for method, stmt in sites)
-
-
 def _called_in_evaluation(analysis, scope):
-    return evaluation_callers(analysis, scope, lambda a, s: _eval_mode_calls(s, a),
+    return evaluation_callers(analysis, scope, lambda a, s: eval_mode_calls(s, a),
                               EvalForwardWithGrad._named_evaluation)
+
+
+def _parameterless_module(analysis, call, scope, stmt) -> bool:
+    project = analysis.project
+    if project is None:
+        return False
+    cls = called_class(analysis.graph.kinds, call, scope, stmt)
+    return cls is not None and holds_no_parameters(project, cls)
+
+
+def _volatile_input(scope):
+    """``Variable(x, volatile=True)``: how code written for PyTorch before 0.4 (which it
+    needs, and which ran it) switched graph building off for everything computed from
+    that input."""
+    for call, _ in scope.calls:
+        for keyword in call.keywords:
+            if keyword.arg == "volatile" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True:
+                return call
+    return None
+
+
+def _other_arms(analysis, scope, reported):
+    """The forwards that run instead of the reported one, in the other arms of an ``if``
+    in the same loop (``preds = model(x, boxes)`` when detecting, ``preds = model(x)``
+    otherwise): which arm runs is configuration, so each is reported where it is. An
+    ``if`` on an optional argument (``if critic is None:``, default None) is a mode the
+    caller picks, often never: only the reported arm counts there."""
+    index = analysis.index
+    taken = [index.ctx(reported)]
+    optional = _optional_params(scope.node)
+    for stmt, evidence, _ in EvalForwardWithGrad._forwards(analysis, scope, reported, direct_only=True):
+        ctx = index.ctx(stmt)
+        if ctx.loops != taken[0].loops or not all(_exclusive(ctx, other) for other in taken):
+            continue
+        fork = _fork(ctx, taken[0])
+        if fork is None or any(isinstance(n, ast.Name) and n.id in optional for n in ast.walk(fork.test)):
+            continue
+        if gradient_reaching(analysis, scope, stmt):
+            continue
+        taken.append(ctx)
+        yield stmt, evidence
+
+
+def _exclusive(a, b) -> bool:
+    """Do two statements sit in different arms of one ``if`` (never both run in one pass)?"""
+    return _fork(a, b) is not None
+
+
+def _fork(a, b):
+    """The ``if`` in whose different arms two statements sit, or None."""
+    for x, y in zip(a.blocks, b.blocks):
+        if x is y:
+            continue
+        owner = getattr(x, "owner", None)
+        return owner if owner is not None and owner is getattr(y, "owner", None) and isinstance(owner, ast.If) else None
+    return None
+
+
+def _optional_params(func) -> set:
+    """Parameters whose default is None."""
+    args = getattr(func, "args", None)
+    if args is None:
+        return set()
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return {a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value is None}
 
 
 def _guards(ctx) -> int:
