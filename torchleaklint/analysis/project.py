@@ -117,6 +117,7 @@ class ProjectIndex:
         self.memo: Dict[Tuple, object] = {}
         self._by_simple: Optional[Dict[str, List[FunctionRef]]] = None
         self._call_sites: Optional[Dict[str, List[Tuple[str, str, bool]]]] = None
+        self._by_attribute: Optional[Dict[str, List[Tuple[str, str]]]] = None
 
     # -- building -----------------------------------------------------------------------
     def add(self, table: SymbolTable) -> None:
@@ -131,6 +132,7 @@ class ProjectIndex:
             self._path_suffixes.setdefault(".".join(folders[i:]), []).append(table.module)
         self._by_simple = None
         self._call_sites = None
+        self._by_attribute = None
 
     def pin(self, module: str, analysis: object) -> None:
         """Keep the analysis of the file being linted so lookups reuse it."""
@@ -200,6 +202,18 @@ class ProjectIndex:
         for table in self.tables.values():
             out |= table.instances.get(class_name, set())
         return out
+
+    def attribute_classes(self, attr: str) -> List[Tuple[str, str]]:
+        """(module, class name as called) for every binding of a name spelled ``attr`` to an
+        instance of a class (``self.decoder1 = Decoder(...)``), in file order."""
+        if self._by_attribute is None:
+            by: Dict[str, List[Tuple[str, str]]] = {}
+            for table in self.tables.values():
+                for cls, names in table.instances.items():
+                    for name in names:
+                        by.setdefault(name, []).append((table.module, cls))
+            self._by_attribute = by
+        return self._by_attribute.get(attr, [])
 
     def callers(self, name: str, limit: int = MAX_CALL_SITES):
         """The scopes that call something spelled ``name``, one per caller: a list of
