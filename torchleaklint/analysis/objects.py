@@ -154,15 +154,22 @@ class ObjectKinds:
             return None
         classes = set()
         for module, name in bindings:
-            found = project.resolve_class(module, name)
-            if found is None or not project.is_module_class(*found):
-                return None  # also bound to a class we cannot see, or to a plain object
+            if name.startswith("torch.nn."):
+                short = name.rsplit(".", 1)[-1]
+                if not short[:1].isupper() or short in NN_NOT_MODULES:
+                    return None
+                found = ("torch.nn", short)
+            else:
+                found = project.resolve_class(module, name)
+                if found is None or not project.is_module_class(*found):
+                    return None  # also bound to a class we cannot see, or to a plain object
             classes.add(found)
         module, name = bindings[0]
         loss = all(cls.lower().endswith(("loss", "criterion")) for _, cls in classes)
+        only = next(iter(classes)) if len(classes) == 1 else None
         return ObjectKind("loss_module" if loss else "module",
                           f"every `.{attr}` the project binds is an nn.Module (`{name}(...)` in {module})",
-                          class_ref=next(iter(classes)) if len(classes) == 1 else None)
+                          class_ref=only if only is not None and only[0] != "torch.nn" else None)
 
     def _used_as_module(self, key, scope) -> Optional[str]:
         """``key.eval()``, ``key.parameters()``… only nn.Modules have these methods."""

@@ -77,7 +77,10 @@ def module_symbols(index: ModuleIndex, path: str) -> SymbolTable:
                     value = value.func.value  # ``Net(...).to(device)``
                 if d.kind == "assign" and d.index is None and isinstance(value, ast.Call):
                     cls = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
-                    if cls[:1].isupper():
+                    qual = index.imports.qualname(value.func) or ""
+                    if qual.startswith("torch.nn.") and qual.count(".") == 2:
+                        cls = qual  # ``nn.LSTMCell(...)``: a torch layer, not a project class of that name
+                    if cls[:1].isupper() or cls.startswith("torch.nn."):
                         table.instances.setdefault(cls, set()).add(key.rsplit(".", 1)[-1])
         called = table.callees.setdefault(scope.qualname, set())
         for call, stmt in scope.calls:

@@ -124,11 +124,28 @@ def keeps_graphs_for_later(analysis, scope: Scope, loop) -> bool:
         if not contains(loop, stmt):
             continue
         for value in _stored_values(stmt):
-            if graph.carrying(value, stmt) is not None:
+            if graph.carrying(value, stmt) is not None and not _kept_locally(analysis, scope, stmt):
                 return True
         if isinstance(stmt, (ast.Expr,)) and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):
             return True
     return False
+
+
+def _kept_locally(analysis, scope: Scope, stmt) -> bool:
+    """``done_scores.extend(scores[i])`` into a list of this function that no use hands on
+    (not returned, stored elsewhere or passed to code we cannot follow): no backward
+    elsewhere can consume what it keeps."""
+    from .uses import UNKNOWN, classify_uses
+
+    func = stmt.value.func if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return False
+    key = func.value.id
+    defs = scope.defs_of(key)
+    if not defs or any(d.kind != "assign" for d in defs) or key in scope.params:
+        return False
+    verdict, _ = classify_uses(analysis, scope, key, skip_stmts=[stmt], container=True)
+    return verdict != UNKNOWN
 
 
 def _return_stmt(scope: Scope, expr) -> Optional[ast.AST]:
