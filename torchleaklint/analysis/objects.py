@@ -113,8 +113,8 @@ class ObjectKinds:
                 found = self._attribute_kind(owner, expr.attr, depth)
                 if found is not None:
                     return found
-            if not _self_attribute(expr):
-                found = self._bound_attribute_kind(expr.attr)
+            if not _self_attribute(expr) and self.index.imports.qualname(expr) is None:
+                found = self._bound_attribute_kind(expr.attr)  # (``F.softmax`` is a library function)
                 if found is not None:
                     return found
         used = self._used_as_module(key, scope)
