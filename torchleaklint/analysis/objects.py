@@ -57,6 +57,7 @@ class ObjectKind:
     strength: str = STRONG
     class_ref: Optional[Tuple[str, str]] = None
     reduction_none: bool = False
+    by_attribute_name: bool = False  # known only from what the project binds to attributes so named
 
     @property
     def is_module(self) -> bool:
@@ -169,7 +170,8 @@ class ObjectKinds:
         only = next(iter(classes)) if len(classes) == 1 else None
         return ObjectKind("loss_module" if loss else "module",
                           f"every `.{attr}` the project binds is an nn.Module (`{name}(...)` in {module})",
-                          class_ref=only if only is not None and only[0] != "torch.nn" else None)
+                          class_ref=only if only is not None and only[0] != "torch.nn" else None,
+                          by_attribute_name=True)
 
     def _used_as_module(self, key, scope) -> Optional[str]:
         """``key.eval()``, ``key.parameters()``… only nn.Modules have these methods."""
@@ -338,6 +340,8 @@ class ObjectKinds:
         if self.index.imports.qualname(func) is not None and not self._rebound_import(func, scope, stmt):
             return None  # a library function or constructor (``torchvision.models.resnet50(...)``), not a model
         kind = self.kind_of(func, scope, stmt)
+        if kind is not None and kind.by_attribute_name and not (call.args or call.keywords):
+            return None  # ``module.module()``: a forward takes inputs; a name-only guess needs them
         if kind is not None and kind.kind == "module":
             if kind.strength == CONVENTION and isinstance(func, ast.Attribute) and not _self_attribute(func):
                 base = self.kind_of(func.value, scope, stmt)
