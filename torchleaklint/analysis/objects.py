@@ -115,7 +115,9 @@ class ObjectKinds:
                 if found is not None:
                     return found
             if not _self_attribute(expr) and self.index.imports.qualname(expr) is None:
-                found = self._bound_attribute_kind(expr.attr)  # (``F.softmax`` is a library function)
+                from .attribute_bindings import bound_attribute_kind
+
+                found = bound_attribute_kind(self.project, expr.attr)  # (``F.softmax`` is a library function)
                 if found is not None:
                     return found
         used = self._used_as_module(key, scope)
@@ -142,36 +144,6 @@ class ObjectKinds:
                 if kind is not None:
                     return replace(kind, why=f"`{attr}` of {owner.why}, {kind.why}")
         return None
-
-    def _bound_attribute_kind(self, attr: str) -> Optional[ObjectKind]:
-        """``model.decoder1`` on an object of unknown class, where every binding of a name
-        spelled ``decoder1`` in the project is an instance of a project nn.Module class
-        (``self.decoder1 = Decoder(...)``) and no project function is named so: a submodule."""
-        project = self.project
-        if project is None or attr in NON_FORWARD_METHODS or attr in TENSOR_ATTRS_OF_MODULES:
-            return None
-        bindings = project.attribute_classes(attr)
-        if not bindings or project.functions_named(attr):
-            return None
-        classes = set()
-        for module, name in bindings:
-            if name.startswith("torch.nn."):
-                short = name.rsplit(".", 1)[-1]
-                if not short[:1].isupper() or short in NN_NOT_MODULES:
-                    return None
-                found = ("torch.nn", short)
-            else:
-                found = project.resolve_class(module, name)
-                if found is None or not project.is_module_class(*found):
-                    return None  # also bound to a class we cannot see, or to a plain object
-            classes.add(found)
-        module, name = bindings[0]
-        loss = all(cls.lower().endswith(("loss", "criterion")) for _, cls in classes)
-        only = next(iter(classes)) if len(classes) == 1 else None
-        return ObjectKind("loss_module" if loss else "module",
-                          f"every `.{attr}` the project binds is an nn.Module (`{name}(...)` in {module})",
-                          class_ref=only if only is not None and only[0] != "torch.nn" else None,
-                          by_attribute_name=True)
 
     def _used_as_module(self, key, scope) -> Optional[str]:
         """``key.eval()``, ``key.parameters()``… only nn.Modules have these methods."""
