@@ -88,6 +88,23 @@ def test_new_file_defining_a_called_name_relints_the_caller(tmp_path):
     assert first.cached_files == 0
 
 
+def test_new_binding_of_an_attribute_name_relints_its_users(tmp_path):
+    """``model.recon_a(x)`` is a module call while every ``.recon_a`` the project binds is an
+    nn.Module; an edit elsewhere binding ``self.recon_a`` to a plain object makes it unknown."""
+    proj = tmp_path / "p"
+    shutil.copytree(FIXTURES / "TLL001" / "positive" / "crossfile_submodule_of_parameter", proj)
+    other = proj / "other.py"
+    other.write_text("class Calibrator:\n    pass\n\n\nclass Holder:\n    def __init__(self):\n"
+                     "        self.scale = Calibrator()\n        self.shift = Calibrator()\n")
+    first = check([proj], tmp_path / "c")
+    assert [(Path(d.path).name, d.code) for d in first.diagnostics] == [("scoring.py", "TLL001")]
+    other.write_text(other.read_text().replace("self.scale", "self.recon_a").replace("self.shift", "self.recon_b"))
+    second = check([proj], tmp_path / "c")
+    assert not second.diagnostics
+    assert findings(second) == findings(check([proj], tmp_path / "x", cache=False))
+    assert second.cached_files == 2  # networks.py and run.py: the lookup is recorded, not every table
+
+
 def test_settings_change_does_not_reuse_findings(project, tmp_path):
     check([project], tmp_path / "c")
     only = run([str(project)], Settings(select=("TLL002",)), cache=True, cache_dir=str(tmp_path / "c"))

@@ -24,8 +24,6 @@ KNOWN_MISSES = {
         "code most such methods return specs, shapes or no-grad results",
     "TLL002/positive/validate_without_no_grad.py":
         "accumulation in a loop that runs no backward pass is left to TLL009 (eval-forward-with-grad)",
-    "TLL007/positive/gru_cell_online_per_step.py":
-        "`model.cell(...)` on a parameter is not told apart from a method call (same as above)",
     "TLL007/positive/world_model_latent_rollout.py":
         "`model.step(...)` is a custom model method (same as above)",
     "TLL003/positive/neuroevolution_hall_of_fame.py":

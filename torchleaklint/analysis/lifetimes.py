@@ -17,6 +17,7 @@ from typing import Optional
 
 from .loops import function_calls_backward, loop_calls_backward
 from .module_index import Scope, calls_named, contains
+from .names import dotted
 from .stores import is_bounded_constructor, resets_of
 
 INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "reset", "reset_parameters",
@@ -229,11 +230,30 @@ def legitimate_keep(analysis, scope: Scope, key: str, stmt, loop) -> Optional[Ke
                 return Keep(f"`{key}` is backpropagated at line {site.call.lineno}")
             if _reset_in(analysis, scope, key, stmt, loop, (), any_reset=True):
                 return Keep(f"`{key}` is backpropagated at line {site.call.lineno} and then reset")
+    handed = _handed_to_backward(analysis, scope, key)
+    if handed is not None:
+        return handed
     ret = flow.flows_into_return(scope, key)
     if ret is not None:
         backward = loop_calls_backward(analysis, scope, loop) if loop is not None else function_calls_backward(analysis, scope)
         if backward is None and callers_may_backpropagate(analysis, scope) and not _returned_graph_free(analysis, scope, key):
             return Keep(f"`{key}` is returned to the caller (line {ret}), which may backpropagate it")
+    return None
+
+
+def _handed_to_backward(analysis, scope: Scope, key: str) -> Optional[Keep]:
+    """``policy_gradient_step(optimizer, log_probs, rewards)``: the container is passed to a
+    project function that runs a backward pass (itself or through its callees), which is
+    what the kept graphs are for."""
+    project = analysis.project
+    if project is None:
+        return None
+    for call, stmt in scope.calls:
+        if not any(dotted(a) == key for a in list(call.args) + [k.value for k in call.keywords]):
+            continue
+        refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
+        if refs and all(project.calls_backward(ref) for ref in refs):
+            return Keep(f"`{key}` is handed to `{dotted(call.func)}` at line {call.lineno}, which runs a backward pass")
     return None
 
 

@@ -57,6 +57,7 @@ class ObjectKind:
     strength: str = STRONG
     class_ref: Optional[Tuple[str, str]] = None
     reduction_none: bool = False
+    by_attribute_name: bool = False  # known only from what the project binds to attributes so named
 
     @property
     def is_module(self) -> bool:
@@ -111,6 +112,12 @@ class ObjectKinds:
             owner = self.kind_of(expr.value, scope, stmt, depth + 1)
             if owner is not None and owner.class_ref is not None and owner.strength == STRONG:
                 found = self._attribute_kind(owner, expr.attr, depth)
+                if found is not None:
+                    return found
+            if not _self_attribute(expr) and self.index.imports.qualname(expr) is None:
+                from .attribute_bindings import bound_attribute_kind
+
+                found = bound_attribute_kind(self.project, expr.attr)  # (``F.softmax`` is a library function)
                 if found is not None:
                     return found
         used = self._used_as_module(key, scope)
@@ -305,6 +312,8 @@ class ObjectKinds:
         if self.index.imports.qualname(func) is not None and not self._rebound_import(func, scope, stmt):
             return None  # a library function or constructor (``torchvision.models.resnet50(...)``), not a model
         kind = self.kind_of(func, scope, stmt)
+        if kind is not None and kind.by_attribute_name and not (call.args or call.keywords):
+            return None  # ``module.module()``: a forward takes inputs; a name-only guess needs them
         if kind is not None and kind.kind == "module":
             if kind.strength == CONVENTION and isinstance(func, ast.Attribute) and not _self_attribute(func):
                 base = self.kind_of(func.value, scope, stmt)

@@ -81,7 +81,10 @@ def module_symbols(index: ModuleIndex, path: str) -> SymbolTable:
                     value = value.func.value  # ``Net(...).to(device)``
                 if d.kind == "assign" and d.index is None and isinstance(value, ast.Call):
                     cls = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
-                    if cls[:1].isupper():
+                    qual = index.imports.qualname(value.func) or ""
+                    if qual.startswith("torch.nn.") and qual.count(".") == 2:
+                        cls = qual  # ``nn.LSTMCell(...)``: a torch layer, not a project class of that name
+                    if cls[:1].isupper() or cls.startswith("torch.nn."):
                         table.instances.setdefault(cls, set()).add(key.rsplit(".", 1)[-1])
         called = table.callees.setdefault(scope.qualname, set())
         for call, stmt in scope.calls:
@@ -121,6 +124,7 @@ class ProjectIndex:
         self.memo: Dict[Tuple, object] = {}
         self._by_simple: Optional[Dict[str, List[FunctionRef]]] = None
         self._call_sites: Optional[Dict[str, List[Tuple[str, str, bool]]]] = None
+        self._by_attribute: Optional[Dict[str, List[Tuple[str, str]]]] = None
 
     # -- building -----------------------------------------------------------------------
     def add(self, table: SymbolTable) -> None:
@@ -135,6 +139,7 @@ class ProjectIndex:
             self._path_suffixes.setdefault(".".join(folders[i:]), []).append(table.module)
         self._by_simple = None
         self._call_sites = None
+        self._by_attribute = None
 
     def pin(self, module: str, analysis: object) -> None:
         """Keep the analysis of the file being linted so lookups reuse it."""
@@ -256,6 +261,18 @@ class ProjectIndex:
         for table in self.tables.values():
             out |= table.instances.get(class_name, set())
         return out
+
+    def attribute_classes(self, attr: str) -> List[Tuple[str, str]]:
+        """(module, class name as called) for every binding of a name spelled ``attr`` to an
+        instance of a class (``self.decoder1 = Decoder(...)``), in file order."""
+        if self._by_attribute is None:
+            by: Dict[str, List[Tuple[str, str]]] = {}
+            for table in self.tables.values():
+                for cls, names in table.instances.items():
+                    for name in names:
+                        by.setdefault(name, []).append((table.module, cls))
+            self._by_attribute = by
+        return self._by_attribute.get(attr, [])
 
     def callers(self, name: str, limit: int = MAX_CALL_SITES, module: Optional[str] = None):
         """The scopes that call something spelled ``name``, one per caller: a list of

@@ -124,11 +124,28 @@ def keeps_graphs_for_later(analysis, scope: Scope, loop) -> bool:
         if not contains(loop, stmt):
             continue
         for value in _stored_values(stmt):
-            if graph.carrying(value, stmt) is not None:
+            if graph.carrying(value, stmt) is not None and not _kept_locally(analysis, scope, stmt):
                 return True
         if isinstance(stmt, (ast.Expr,)) and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):
             return True
     return False
+
+
+def _kept_locally(analysis, scope: Scope, stmt) -> bool:
+    """``done_scores.extend(scores[i])`` into a list of this function that no use hands on
+    (not returned, stored elsewhere or passed to code we cannot follow): no backward
+    elsewhere can consume what it keeps."""
+    from .uses import UNKNOWN, classify_uses
+
+    func = stmt.value.func if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) else None
+    if not (scope.is_function and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return False  # (a script's module-level list may be read by any function)
+    key = func.value.id
+    defs = scope.defs_of(key)
+    if not defs or any(d.kind != "assign" for d in defs) or key in scope.params:
+        return False
+    verdict, _ = classify_uses(analysis, scope, key, skip_stmts=[stmt], container=True)
+    return verdict != UNKNOWN
 
 
 def _return_stmt(scope: Scope, expr) -> Optional[ast.AST]:
@@ -166,6 +183,8 @@ def counts_steps(loop) -> bool:
     if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" and it.args):
         return False
     bound = it.args[1] if len(it.args) >= 2 else it.args[0]
+    if isinstance(bound, ast.Call) and isinstance(bound.func, ast.Name) and bound.func.id == "len":
+        return False  # ``for i in range(1, len(layers))``: the elements of a sequence, as ``for x in xs``
     return not (isinstance(bound, ast.Constant) and isinstance(bound.value, int) and bound.value <= SMALL_LOOP)
 
 

@@ -7,6 +7,7 @@ import ast
 from ..analysis.backward_reach import gradient_points
 from ..analysis.carried import detached_read
 from ..analysis.graph import CONVENTION
+from ..analysis.names import dotted
 from ..analysis.lifetimes import legitimate_keep, outlives_iteration
 from ..analysis.loops import function_calls_backward, loop_calls_backward
 from ..analysis.module_index import start_of
@@ -161,14 +162,15 @@ for x in batches:
         graph = analysis.graph
         for scope in analysis.index.scopes:
             for site in all_stores(analysis, scope):
-                if site.how == "setitem" and isinstance(site.key_expr, ast.Constant):
-                    continue  # overwritten every iteration: at most one graph alive
+                if site.how == "setitem" and (isinstance(site.key_expr, ast.Constant)
+                                              or _key_of_mapping_loop(analysis, site)):
+                    continue  # overwritten every iteration: at most one graph alive (per key)
                 if site.call is not None and graph.kinds.resolve_functions(site.call.func, scope, site.stmt):
                     continue  # ``metric.add(x)`` on a project class: its own method, judged by TLL002's summaries
                 if site.call is not None and _class_instance(analysis, scope, site):
                     continue  # ``metric = Accumulator(4)``: a method of a class we cannot see, not a container
                 evidence = graph.carrying(site.value, site.stmt)
-                if evidence is None:
+                if evidence is None or _joined_as_text(scope, site.container):
                     continue
                 own = [d for d in scope.defs_of(site.container) if d.kind == "aug"]
                 escape = outlives_iteration(analysis, scope, site.stmt, site.container, own_defs=own)
@@ -325,6 +327,36 @@ def _no_backward_outside_modules(analysis, scope) -> bool:
     """No backward (nor ``autograd.grad``) runs in this function, which is not a method of
     an nn.Module (whose outputs feed the caller's graph)."""
     return not scope.backward_sites and not module_method(analysis, scope)
+
+
+def _key_of_mapping_loop(analysis, site) -> bool:
+    """``inputs[key] = f(val)`` in ``for key, val in features.items()``: one slot per key of
+    a mapping, rewritten on every pass; the container holds at most one value per key."""
+    key = site.key_expr
+    ctx = analysis.index.ctx(site.stmt)
+    if not isinstance(key, ast.Name) or ctx is None or not ctx.loops:
+        return False
+    loop = ctx.loops[-1]
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    source, target = loop.iter, loop.target
+    if not (isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute)
+            and source.func.attr in ("items", "keys") and not source.args):
+        return False
+    first = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
+    return isinstance(first, ast.Name) and first.id == key.id
+
+
+def _joined_as_text(scope, container: str) -> bool:
+    """``"\n".join(context)``: the container's elements are strings (a tensor cannot be
+    joined), whatever the module that produced them is annotated as."""
+    for call, _ in scope.calls:
+        func = call.func
+        if (isinstance(func, ast.Attribute) and func.attr == "join" and isinstance(func.value, ast.Constant)
+                and isinstance(func.value.value, str) and len(call.args) == 1 and not call.keywords
+                and dotted(call.args[0]) == container):
+            return True
+    return False
 
 
 _CONTAINER_CLASSES = frozenset({"list", "dict", "set", "deque", "defaultdict", "OrderedDict", "Counter",
