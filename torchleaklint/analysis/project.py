@@ -269,7 +269,7 @@ class ProjectIndex:
             by: Dict[str, List[Tuple[str, str]]] = {}
             for table in self.tables.values():
                 for cls, names in table.instances.items():
-                    for name in names:
+                    for name in sorted(names):  # a set: the same order in every process
                         by.setdefault(name, []).append((table.module, cls))
             self._by_attribute = by
         return self._by_attribute.get(attr, [])
@@ -383,7 +383,7 @@ class ProjectIndex:
         self.in_progress.add(key)
         try:
             found = False
-            for name in table.callees.get(ref.qualname, ()):
+            for name in sorted(table.callees.get(ref.qualname, ())):  # a set: the same order in every process
                 targets = self.functions_named(name)
                 if len(targets) != 1:
                     continue  # a common name: which function runs is not known

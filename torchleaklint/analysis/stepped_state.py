@@ -80,7 +80,7 @@ def _callers(analysis, scope: Scope) -> Iterator[tuple]:
     sites = project.call_sites(name)
     if not sites or len(sites) > MAX_SITES:
         return
-    for module, qualname, _ in {(m, q, o) for m, q, o in sites}:
+    for module, qualname, _ in dict.fromkeys(sites):  # unique, in file order (a set would differ per process)
         found = project.scope_for(FunctionRef(module, qualname))
         if found is None:
             continue
