@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .loops import function_calls_backward, loop_calls_backward
-from .module_index import Scope, calls_named, contains
+from .module_index import Scope, calls_named, contains, start_of
 from .names import dotted
 from .stores import is_bounded_constructor, resets_of
 
@@ -230,7 +230,7 @@ def legitimate_keep(analysis, scope: Scope, key: str, stmt, loop) -> Optional[Ke
                 return Keep(f"`{key}` is backpropagated at line {site.call.lineno}")
             if _reset_in(analysis, scope, key, stmt, loop, (), any_reset=True):
                 return Keep(f"`{key}` is backpropagated at line {site.call.lineno} and then reset")
-    handed = _handed_to_backward(analysis, scope, key)
+    handed = _handed_to_backward(analysis, scope, key, stmt)
     if handed is not None:
         return handed
     ret = flow.flows_into_return(scope, key)
@@ -241,20 +241,38 @@ def legitimate_keep(analysis, scope: Scope, key: str, stmt, loop) -> Optional[Ke
     return None
 
 
-def _handed_to_backward(analysis, scope: Scope, key: str) -> Optional[Keep]:
-    """``policy_gradient_step(optimizer, log_probs, rewards)``: the container is passed to a
-    project function that runs a backward pass (itself or through its callees), which is
-    what the kept graphs are for."""
+def _handed_to_backward(analysis, scope: Scope, key: str, store) -> Optional[Keep]:
+    """``policy_gradient_step(optimizer, log_probs, rewards)``: the container, as the loop
+    filled it, is passed to a project function that runs a backward pass (itself or through
+    its callees), which is what the kept graphs are for."""
     project = analysis.project
     if project is None:
         return None
     for call, stmt in scope.calls:
         if not any(dotted(a) == key for a in list(call.args) + [k.value for k in call.keywords]):
             continue
+        if not handed_as_filled(analysis, scope, key, store, call):
+            continue  # ``log_probs = torch.cat(log_probs).detach()`` first: only a copy is handed
         refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
         if refs and all(project.calls_backward(ref) for ref in refs):
             return Keep(f"`{key}` is handed to `{dotted(call.func)}` at line {call.lineno}, which runs a backward pass")
     return None
+
+
+def handed_as_filled(analysis, scope: Scope, key: str, store, call) -> bool:
+    """Is the container ``key``, as the store at ``store`` fills it (not rebound since, as by
+    ``log_probs = torch.cat(log_probs).detach()``), an argument of ``call``?"""
+    stmt = next((st for found, st in scope.calls if found is call), None)
+    if stmt is None:
+        return False
+    filled = {id(d.stmt) for d in analysis.flow.reaching(scope, key, store)
+              if d.start < start_of(store)}  # the bindings the loop fills, not later rebinds
+    for arg in list(call.args) + [k.value for k in call.keywords]:
+        if any(isinstance(n, ast.Name) and n.id == key for n in ast.walk(arg)) or dotted(arg) == key:
+            handed = analysis.flow.reaching(scope, key, stmt)
+            if handed and all(id(d.stmt) in filled for d in handed):
+                return True
+    return False
 
 
 def _returned_graph_free(analysis, scope: Scope, key: str) -> bool:

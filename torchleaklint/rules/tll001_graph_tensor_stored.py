@@ -8,9 +8,8 @@ from ..analysis.backward_reach import gradient_points
 from ..analysis.carried import detached_read
 from ..analysis.graph import CONVENTION
 from ..analysis.names import dotted
-from ..analysis.lifetimes import legitimate_keep, outlives_iteration
+from ..analysis.lifetimes import handed_as_filled, legitimate_keep, outlives_iteration
 from ..analysis.loops import function_calls_backward, loop_calls_backward
-from ..analysis.module_index import start_of
 from ..analysis.stepped_state import module_method
 from ..analysis.stores import all_stores
 from ..analysis.uses import classify_uses
@@ -269,23 +268,8 @@ def _forward_kept_without_backward(analysis, scope, site, evidence, escape) -> b
     # lists were set aside by the caller.)
     if scope.backward_sites:
         return False
-    return not any(_hands_container(analysis, scope, site, call) for call, _ in gradient_points(analysis, scope))
-
-
-def _hands_container(analysis, scope, site, call) -> bool:
-    """Is the container, as the loop filled it (not rebound since, as by
-    ``log_probs = torch.cat(log_probs).detach()``), an argument of ``call``?"""
-    stmt = next((st for found, st in scope.calls if found is call), None)
-    if stmt is None:
-        return False
-    filled = {id(d.stmt) for d in analysis.flow.reaching(scope, site.container, site.stmt)
-              if d.start < start_of(site.stmt)}  # the bindings the loop fills, not later rebinds
-    for arg in list(call.args) + [k.value for k in call.keywords]:
-        if any(isinstance(n, ast.Name) and n.id == site.container for n in ast.walk(arg)):
-            handed = analysis.flow.reaching(scope, site.container, stmt)
-            if handed and all(id(d.stmt) in filled for d in handed):
-                return True
-    return False
+    return not any(handed_as_filled(analysis, scope, site.container, site.stmt, call)
+                   for call, _ in gradient_points(analysis, scope))
 
 
 def _kept_on_object_per_call(analysis, scope, site, evidence, escape):
