@@ -76,3 +76,12 @@ def test_in_process_the_command_line_never_ends_the_process(tmp_path):
     project(tmp_path, files=3)
     result = CliRunner().invoke(main, ["check", str(tmp_path), "--no-cache", "-q"])
     assert result.exit_code == 1 and result.output.count("TLL001") == 3
+
+
+def test_a_profiled_check_exits_the_normal_way(tmp_path):
+    project(tmp_path, files=3)
+    out = tmp_path / "run.prof"
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "torchleaklint", "check", ".",
+                           "--no-cache", "-q"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.count("TLL001") == 3  # (the profiler's own exit code is 0)
+    assert out.exists()  # the profiler wrote its results at the normal exit

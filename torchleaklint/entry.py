@@ -11,7 +11,8 @@ needed, so the process flushes its streams and ends at once (``os._exit``), as m
 
 Other commands (the language server, ``verify``, which runs programs of its own) exit the
 normal way, and so does the command line when it is called in-process (``CliRunner`` in
-the tests): only :func:`console` ends the process.
+the tests): only :func:`console` ends the process. So does a process being profiled or
+traced (``python -m cProfile``, coverage): those write their results at the normal exit.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def console() -> None:
         main()
     except SystemExit as exc:
         code = exc.code
-        if not _check_finished or not (code is None or type(code) is int):
+        observed = sys.getprofile() is not None or sys.gettrace() is not None
+        if not _check_finished or observed or not (code is None or type(code) is int):
             raise
         try:
             sys.stdout.flush()
