@@ -80,8 +80,19 @@ def test_in_process_the_command_line_never_ends_the_process(tmp_path):
 
 def test_a_profiled_check_exits_the_normal_way(tmp_path):
     project(tmp_path, files=3)
+    script = tmp_path / "run_console.py"
+    script.write_text("import sys\nsys.argv[0] = 'torchleaklint'\nfrom torchleaklint.entry import console\nconsole()\n")
     out = tmp_path / "run.prof"
-    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "torchleaklint", "check", ".",
-                           "--no-cache", "-q"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), str(script), "check", ".", "--no-cache",
+                           "-q"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.stdout.count("TLL001") == 3  # (the profiler's own exit code is 0)
     assert out.exists()  # the profiler wrote its results at the normal exit
+
+
+def test_run_as_a_module_a_check_exits_the_normal_way(tmp_path):
+    project(tmp_path, files=3)
+    code = ("import atexit, runpy, sys; atexit.register(lambda: sys.stderr.write('normal exit\\n')); "
+            "sys.argv = ['torchleaklint', 'check', '.', '--no-cache', '-q']; "
+            "runpy.run_module('torchleaklint', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stdout.count("TLL001") == 3 and "normal exit" in proc.stderr

@@ -1,4 +1,4 @@
-from .entry import console
+from .cli import main
 
 if __name__ == "__main__":
-    console()
+    main()

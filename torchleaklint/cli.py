@@ -363,6 +363,4 @@ main.add_command(verify)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    from .entry import console
-
-    console()
+    sys.exit(main())

@@ -1,5 +1,5 @@
-"""The console script (``torchleaklint``, ``python -m torchleaklint``): the command line,
-then, after a check, a quick end of the process.
+"""The console script (``torchleaklint``): the command line, then, after a check, a quick
+end of the process.
 
 A check run leaves a large heap behind: every syntax tree and index kept for the files'
 callers, the project's tables, the memos of the analyses (1.4 million objects in one
@@ -11,8 +11,10 @@ needed, so the process flushes its streams and ends at once (``os._exit``), as m
 
 Other commands (the language server, ``verify``, which runs programs of its own) exit the
 normal way, and so does the command line when it is called in-process (``CliRunner`` in
-the tests): only :func:`console` ends the process. So does a process being profiled or
-traced (``python -m cProfile``, coverage): those write their results at the normal exit.
+the tests) or run as a module (``python -m torchleaklint``, also through ``runpy`` by a
+program that goes on after it): only :func:`console` ends the process. A console script
+being profiled or traced (cProfile, coverage) exits the normal way too: those write their
+results at the normal exit.
 """
 
 from __future__ import annotations
