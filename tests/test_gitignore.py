@@ -96,6 +96,15 @@ def test_nested_gitignores_outside_git_keep_what_git_keeps(trees):
     assert walked(checkout) == expected
 
 
+def test_a_git_folder_that_git_cannot_read_falls_back_to_the_gitignore_files(trees):
+    """The folder is walked while git lists it; when git then fails (here an invalid
+    ``.git`` file), the files are walked again with the ``.gitignore`` files' rules."""
+    plain, checkout = trees
+    expected = git_keeps(checkout)
+    (plain / ".git").write_text("not a git directory\n")
+    assert walked(plain) == expected
+
+
 def test_a_folders_patterns_stop_at_its_end(tmp_path):
     """Patterns of a folder entered earlier in the walk do not reach its siblings."""
     rules = GitignoreRules()

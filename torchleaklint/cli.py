@@ -18,6 +18,7 @@ from .engine.cache import CACHE_DIR_NAME, default_cache_dir
 from .engine.cache_folder import CacheFolderError, clean as clean_cache, folder_problem
 from .engine.discover import DiscoveryError
 from .engine.jobs import default_jobs
+from .entry import check_finished
 from .report import FORMATS, RENDERERS, renderer
 from .report.destination import OutputFileError, ReportDestination
 from .report.text import PlainOutput, StyledOutput, TextReporter, wants_styles
@@ -179,6 +180,7 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude
         click.echo(f"torchleaklint: warning: {warning}", err=True)
     for problem in result.internal_errors:
         click.echo(f"torchleaklint: error: {problem}", err=True)
+    check_finished()  # the report is out: the console script may end the process at once
     if result.internal_errors:
         raise click.exceptions.Exit(EXIT_ERROR)
     if exit_zero:

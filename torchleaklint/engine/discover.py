@@ -31,8 +31,7 @@ def discover_keyed(paths: Sequence[str], exclude: Sequence[str] = (), respect_gi
         if not os.path.lexists(raw):
             raise DiscoveryError(f"{raw}: no such file or directory")
         if os.path.isdir(raw):
-            allowed = _git_visible(raw) if respect_gitignore else None
-            found: Iterable[Tuple[str, str]] = _walk(raw, exclude, allowed, respect_gitignore, unreadable)
+            found: Iterable[Tuple[str, str]] = _walk_visible(raw, exclude, respect_gitignore, unreadable)
         else:
             found = [(raw, os.path.realpath(raw))]
         for path, key in found:
@@ -50,13 +49,32 @@ def exclusion_matcher(exclude: Sequence[str]) -> Callable[[str], bool]:
     return lambda text: regex.match(os.path.normcase(text)) is not None
 
 
-def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respect_gitignore: bool,
-          unreadable: Optional[List[Tuple[str, str]]] = None) -> Iterator[Tuple[str, str]]:
+def _walk_visible(root: str, exclude: Sequence[str], respect_gitignore: bool,
+                  unreadable: Optional[List[Tuple[str, str]]]) -> Iterable[Tuple[str, str]]:
+    """The walk of ``root``, less what git (inside a work tree) or the ``.gitignore``
+    files (outside one) ignore. Inside a work tree the folder is walked while git lists
+    its files, and each file found is kept if git lists it."""
+    answer = _git_visible(root) if respect_gitignore else None
+    if answer is None:
+        return _walk(root, exclude, respect_gitignore, unreadable)
+    met: List[Tuple[str, str]] = []
+    walked = list(_walk(root, exclude, False, met, with_rel=True))
+    allowed = answer()
+    if allowed is None:  # not a work tree after all, or no git: git's rules read from the files
+        return _walk(root, exclude, respect_gitignore, unreadable)
+    if unreadable is not None:
+        unreadable.extend(met)
+    return [(path, real) for path, real, rel in walked if rel in allowed]
+
+
+def _walk(root: str, exclude: Sequence[str], respect_gitignore: bool,
+          unreadable: Optional[List[Tuple[str, str]]] = None, with_rel: bool = False) -> Iterator[tuple]:
     """(path, real path) of the lintable files below ``root``: each folder's files in name
-    order, then its subfolders in name order. ``allowed`` holds the paths git shows,
-    relative to ``root``. Links are not followed, so a file's real path is its folder's
-    real path joined with its name."""
-    ignores = GitignoreRules() if (respect_gitignore and allowed is None) else None
+    order, then its subfolders in name order, less what the ``.gitignore`` files ignore
+    when ``respect_gitignore``. Links are not followed, so a file's real path is its folder's
+    real path joined with its name. ``with_rel``: (path, real path, path relative to
+    ``root`` with ``/``)."""
+    ignores = GitignoreRules() if respect_gitignore else None
     matches = exclusion_matcher(exclude)
     real_root = os.path.realpath(root)
 
@@ -88,11 +106,9 @@ def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respec
                 if ignores is None or not ignores.ignored(entry_rel, is_dir=True):
                     subfolders.append((full, os.path.join(real, name), entry_rel))
                 continue
-            if allowed is not None and entry_rel not in allowed:
-                continue
             if ignores is not None and ignores.ignored(entry_rel, is_dir=False):
                 continue
-            yield full, os.path.join(real, name)
+            yield (full, os.path.join(real, name), entry_rel) if with_rel else (full, os.path.join(real, name))
         for sub in subfolders:
             yield from walk(*sub)
         if entered:
@@ -101,21 +117,32 @@ def _walk(root: str, exclude: Sequence[str], allowed: Optional[Set[str]], respec
     yield from walk(root, real_root, "")
 
 
-def _git_visible(root: str) -> Optional[Set[str]]:
-    """Tracked and untracked-but-not-ignored files under ``root``, relative to it (with
-    ``/``), when it is in a git work tree."""
+def _git_visible(root: str) -> Optional[Callable[[], Optional[Set[str]]]]:
+    """When ``root`` may be in a git work tree: git is started listing the tracked and
+    untracked-but-not-ignored files under it, and the function returned waits for the
+    listing (relative to ``root``, with ``/``), or None when git could not give one."""
     if not _maybe_in_git(root):
         return None
     import subprocess  # here: only folders inside a work tree are asked about
 
     try:
-        listing = subprocess.run(["git", "-C", root, "ls-files", "-z", "-co", "--exclude-standard", "--", "."],
-                                 capture_output=True, timeout=60)
+        git = subprocess.Popen(["git", "-C", root, "ls-files", "-z", "-co", "--exclude-standard", "--", "."],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
-        return None
-    if listing.returncode != 0:  # not a work tree after all, or no git
-        return None
-    return {rel for rel in listing.stdout.decode("utf-8", "surrogateescape").split("\0") if rel}
+        return lambda: None
+
+    def listing() -> Optional[Set[str]]:
+        try:
+            out, _ = git.communicate(timeout=60)
+        except subprocess.SubprocessError:
+            git.kill()
+            git.communicate()
+            return None
+        if git.returncode != 0:  # not a work tree after all, or no git
+            return None
+        return {rel for rel in out.decode("utf-8", "surrogateescape").split("\0") if rel}
+
+    return listing
 
 
 def _maybe_in_git(root: str) -> bool:
