@@ -12,7 +12,7 @@ from ..analysis.grad_callers import called_with_grad, class_calls_only_without_g
 from ..analysis.graph import STRONG
 from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
-from ..analysis.module_index import LOOP_TYPES
+from ..analysis.module_index import LOOP_TYPES, contains
 from ..analysis.names import dotted, words
 from ..analysis.parameterless import called_class, holds_no_parameters
 from ..analysis.repetition import setup_only
@@ -425,10 +425,27 @@ def _other_arms(analysis, scope, reported):
         fork = _fork(ctx, taken[0])
         if fork is None or any(isinstance(n, ast.Name) and n.id in optional for n in ast.walk(fork.test)):
             continue
+        if _arm_trains(fork, stmt):
+            continue  # ``else: model.train(); return model(x)``: the training arm
         if gradient_reaching(analysis, scope, stmt):
             continue
         taken.append(ctx)
         yield stmt, evidence
+
+
+def _arm_trains(fork: ast.If, stmt) -> bool:
+    """Does the arm of ``fork`` that holds ``stmt`` switch a module back to training mode
+    (``m.train()``, ``m.train(True)``) before it?"""
+    for arm in (fork.body, fork.orelse):
+        if not any(s is stmt or contains(s, stmt) for s in arm):
+            continue
+        for node in (n for s in arm for n in ast.walk(s)):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "train"
+                    and not node.keywords and (not node.args or (isinstance(node.args[0], ast.Constant)
+                                                                 and node.args[0].value is True))
+                    and (node.lineno, node.col_offset) < (stmt.lineno, stmt.col_offset)):
+                return True
+    return False
 
 
 def _exclusive(a, b) -> bool:
