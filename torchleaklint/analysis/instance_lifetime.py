@@ -14,7 +14,8 @@ def _constructors(analysis, class_name):
     """(analysis, scope) of every function that builds the class, or None when some are
     unknown."""
     project = analysis.project
-    callers = project.callers(class_name) if project is not None else None
+    # Constructions in other scripts that define their own class of that name are theirs.
+    callers = project.callers(class_name, module=analysis.index.module_name) if project is not None else None
     if callers is None or None in callers:
         return None
     return callers

@@ -125,6 +125,7 @@ class ProjectIndex:
         self._by_simple: Optional[Dict[str, List[FunctionRef]]] = None
         self._call_sites: Optional[Dict[str, List[Tuple[str, str, bool]]]] = None
         self._by_attribute: Optional[Dict[str, List[Tuple[str, str]]]] = None
+        self._classes_by_name: Optional[Dict[str, List[str]]] = None
 
     # -- building -----------------------------------------------------------------------
     def add(self, table: SymbolTable) -> None:
@@ -140,6 +141,7 @@ class ProjectIndex:
         self._by_simple = None
         self._call_sites = None
         self._by_attribute = None
+        self._classes_by_name = None
 
     def pin(self, module: str, analysis: object) -> None:
         """Keep the analysis of the file being linted so lookups reuse it."""
@@ -226,19 +228,28 @@ class ProjectIndex:
         or import another project module that does: those run their own (a script with its
         own ``Actor.get_action``)."""
         sites = self.call_sites(name)
-        definers = self.functions_named(name)
-        if len({ref.module for ref in definers}) <= 1 or len(sites) > 4 * MAX_CALL_SITES:
+        definers = {ref.module for ref in self.functions_named(name)} | set(self.classes_named(name))
+        if len(definers) <= 1 or len(sites) > 4 * MAX_CALL_SITES:
             return sites  # one module defines it (every call may reach it), or too common to sort out
         out = []
         for site in sites:
             caller_module = site[0]
             if caller_module != module:
                 imported = self._imported_modules(caller_module)
-                if module not in imported and any(
-                        ref.module == caller_module or ref.module in imported for ref in definers):
+                if module not in imported and any(m == caller_module or m in imported for m in definers):
                     continue
             out.append(site)
         return out
+
+    def classes_named(self, name: str) -> List[str]:
+        """The modules that define a class called ``name``, in table order."""
+        if self._classes_by_name is None:
+            by: Dict[str, List[str]] = {}
+            for table in self.tables.values():
+                for cls in table.classes:
+                    by.setdefault(cls, []).append(table.module)
+            self._classes_by_name = by
+        return self._classes_by_name.get(name, [])
 
     def _imported_modules(self, module: str) -> FrozenSet[str]:
         """The project modules ``module`` imports (or imports names from)."""

@@ -91,7 +91,7 @@ class RecordingProjectIndex(ProjectIndex):
     """A project index that records, per linted file, the cross-file facts it hands out,
     and keeps parsed modules (not their analyses) between files."""
 
-    QUERIES = ("find_module", "functions_named", "call_sites", "instance_names", "attribute_classes")
+    QUERIES = ("find_module", "functions_named", "call_sites", "instance_names", "attribute_classes", "classes_named")
 
     def __init__(self, loader=None, cache_size: int = 64) -> None:
         super().__init__(loader=self._load_tracked if loader is not None else None, cache_size=cache_size)
@@ -191,6 +191,9 @@ class RecordingProjectIndex(ProjectIndex):
 
     def attribute_classes(self, attr: str):
         return self._answer("attribute_classes", attr, super().attribute_classes)
+
+    def classes_named(self, name: str):
+        return self._answer("classes_named", name, super().classes_named)
 
     def analysis(self, module: str):
         if self.recording is not None and self._quiet == 0:

@@ -191,7 +191,7 @@ class Agent:
                 continue
             owner = _owner_class(analysis.index.ctx(creation.stmt).scope) if "." in key else None
             if owner and (short_lived(analysis, owner) or built_per_call(analysis, owner)
-                          or _finalized(analysis, owner)):
+                          or _finalized(analysis, owner) or _handed_out(analysis, owner, key)):
                 continue
             scope, stmt = appender
             if _deduplicated(analysis, key, scopes):
@@ -372,6 +372,16 @@ def _periodic(analysis, stmt) -> bool:
         if isinstance(owner, ast.If) and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
                                              for n in ast.walk(owner.test)):
             return True
+    return False
+
+
+def _handed_out(analysis, class_name, key) -> bool:
+    """Does a method of the class return the list itself (``def get_episode_rewards(self):
+    return self.episode_rewards``)? Then it is the object's record, kept whole on purpose."""
+    for scope in analysis.index.class_scopes.get(class_name, ()):
+        for node in ast.walk(scope.node):
+            if isinstance(node, ast.Return) and node.value is not None and dotted(node.value) == key:
+                return True
     return False
 
 

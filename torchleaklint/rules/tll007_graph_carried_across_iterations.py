@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis.volatile import volatile_input
 from ..analysis.carried import carried_states, detached_read, initial_value, reads_of, rebuilt_keys
 from ..analysis.graph import CONVENTION
 from ..analysis.names import dotted
@@ -176,6 +177,8 @@ for x in batches:
             for loop in scope.loops:
                 if not counts_steps(loop) or loop_calls_backward(analysis, scope, loop, retained=True) is not None:
                     continue
+                if volatile_input(analysis, scope) is not None:
+                    continue  # ``Variable(x, volatile=True)`` inputs (PyTorch before 0.4): no graph
                 if keeps_graphs_for_later(analysis, scope, loop):
                     continue
                 where = f"`{scope.name}`" if scope.is_function else "this module"

@@ -16,6 +16,7 @@ from ..analysis.module_index import LOOP_TYPES, contains
 from ..analysis.names import dotted, words
 from ..analysis.parameterless import called_class, holds_no_parameters
 from ..analysis.repetition import setup_only
+from ..analysis.volatile import volatile_input
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
 from .insertions import import_edit, line_before, torch_name
@@ -181,7 +182,7 @@ def evaluate(model, loader):
         found = self._candidate(analysis, scope)
         if isinstance(found, str):
             return found
-        volatile = _volatile_input(scope)
+        volatile = volatile_input(analysis, scope)
         if volatile is not None:
             return f"grad off: inputs built with `volatile=True` at line {volatile.lineno}"
         # Grad mode through the callers is asked last: it reads other files.
@@ -396,17 +397,6 @@ def _parameterless_module(analysis, call, scope, stmt) -> bool:
         return False
     cls = called_class(analysis.graph.kinds, call, scope, stmt)
     return cls is not None and holds_no_parameters(project, cls)
-
-
-def _volatile_input(scope):
-    """``Variable(x, volatile=True)``: how code written for PyTorch before 0.4 (which it
-    needs, and which ran it) switched graph building off for everything computed from
-    that input."""
-    for call, _ in scope.calls:
-        for keyword in call.keywords:
-            if keyword.arg == "volatile" and isinstance(keyword.value, ast.Constant) and keyword.value.value is True:
-                return call
-    return None
 
 
 def _other_arms(analysis, scope, reported):
