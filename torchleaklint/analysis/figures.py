@@ -285,7 +285,7 @@ def run_once(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
     project = analysis.project
     if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
         return None
-    sites = project.call_sites(scope.name)
+    sites = project.call_sites_of(analysis.index.module_name, scope.name)
     if not sites or len(sites) > 8:
         return None
     own = 0
@@ -301,7 +301,12 @@ def run_once(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
         own += 1
         caller_scope = top
         functions = [s for s in caller_analysis.index.scopes if s.is_function and s.qualname == caller]
-        if caller != top.qualname or functions:
+        # ``train.py``'s function ``train`` and its module-level code share a name: the
+        # caller is whichever of them holds the call.
+        at_top = caller == top.qualname and any(
+            (c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", None)) == scope.name
+            for c, _ in top.calls)
+        if not at_top:
             # Called from a function (``train`` in ``train.py``): once only if that function runs once.
             if depth >= 1 or len(functions) != 1 or run_once(caller_analysis, functions[0], depth + 1) is None:
                 return None
