@@ -62,22 +62,13 @@ def _trains(project, ref) -> bool:
     analysis, scope = found
     if scope.backward_sites:
         return True
-    kinds = analysis.graph.kinds
-    for call, stmt in scope.calls:
-        func = call.func
-        if (isinstance(func, ast.Attribute) and func.attr in ("train", "eval") and len(call.args) <= 1
-                and not call.keywords and not (isinstance(func.value, ast.Name) and func.value.id == "self")):
-            continue  # ``self.G.train()``, ``model.eval()``: nn.Module's mode
-        refs = kinds.resolve_functions(func, scope, stmt)
-        if refs and len(refs) <= MAX_TARGETS and all(project.calls_backward(r) for r in refs):
-            return True
-    return False
+    return _callee_does(analysis, scope, project.calls_backward, _module_mode_call)
 
 
 def _differentiates(project, ref, depth: int = 0) -> bool:
     """Does the project function call ``torch.autograd.grad`` itself, or through a project
-    function it calls (a Jacobian helper calling the gradient helper)? Mode switches
-    (``model.train()``) are not followed, as in :func:`_trains`."""
+    function it calls (a Jacobian helper calling the gradient helper)? Calls spelled like
+    a mode switch (``model.train()``, ``self.eval()``) are not followed."""
     if depth > 1 or not project.computes_gradients(ref):
         return False
     found = project.scope_for(ref)
@@ -86,15 +77,33 @@ def _differentiates(project, ref, depth: int = 0) -> bool:
     analysis, scope = found
     if any(site.kind == "grad" for site in scope.backward_sites):
         return True
+    return _callee_does(analysis, scope, lambda r: _differentiates(project, r, depth + 1), _mode_call)
+
+
+def _callee_does(analysis, scope: Scope, does, skip) -> bool:
+    """Does a call of the function, other than those ``skip`` sets aside, reach only
+    project functions (at most ``MAX_TARGETS``) of which ``does`` holds?"""
     kinds = analysis.graph.kinds
     for call, stmt in scope.calls:
-        func = call.func
-        if isinstance(func, ast.Attribute) and func.attr in ("train", "eval") and len(call.args) <= 1:
+        if skip(call):
             continue
-        refs = kinds.resolve_functions(func, scope, stmt)
-        if refs and len(refs) <= MAX_TARGETS and all(_differentiates(project, r, depth + 1) for r in refs):
+        refs = kinds.resolve_functions(call.func, scope, stmt)
+        if refs and len(refs) <= MAX_TARGETS and all(does(r) for r in refs):
             return True
     return False
+
+
+def _mode_call(call: ast.Call) -> bool:
+    """``x.train()``, ``x.eval()``, ``x.train(mode)``: spelled like nn.Module's mode switch."""
+    func = call.func
+    return isinstance(func, ast.Attribute) and func.attr in ("train", "eval") and len(call.args) <= 1
+
+
+def _module_mode_call(call: ast.Call) -> bool:
+    """``self.G.train()``, ``model.eval()``: nn.Module's mode, not the object's own method."""
+    func = call.func
+    return (_mode_call(call) and not call.keywords
+            and not (isinstance(func.value, ast.Name) and func.value.id == "self"))
 
 
 def _switched_to_eval(scope: Scope) -> set:

@@ -207,20 +207,13 @@ class ProjectIndex:
         return self._call_sites.get(name, [])
 
     def is_test_module(self, module: str) -> bool:
-        """Does the module hold tests: a test path, and for a file named ``test_*.py`` or
-        ``*_test.py`` one that defines tests or imports a test framework (the same verdict as
-        ``rules.testpaths.holds_tests``, from the symbol table)?"""
-        from ..rules.testpaths import TEST_FRAMEWORKS, is_test_path
+        """Does the module hold tests (``rules.testpaths.holds_tests``, answered from its
+        symbol table)?"""
+        from ..rules.testpaths import declares_tests, holds_tests
 
         table = self.tables.get(module)
-        if table is None or not is_test_path(table.path):
-            return False
-        name = table.path.replace("\\", "/").split("/")[-1]
-        if not (name.startswith("test_") or name.endswith("_test.py")):
-            return True
-        return (any(target.split(".")[0] in TEST_FRAMEWORKS for target in table.imports.values())
-                or any("." not in qual and qual.startswith("test_") for qual in table.functions)
-                or any(cls.startswith("Test") for cls in table.classes))
+        return table is not None and holds_tests(table.path, lambda: declares_tests(
+            table.imports.values(), [qual for qual in table.functions if "." not in qual], table.classes))
 
     def call_sites_of(self, module: str, name: str) -> List[Tuple[str, str, bool]]:
         """``call_sites(name)`` for the function ``name`` of ``module``, without the calls in

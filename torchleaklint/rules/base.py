@@ -11,7 +11,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from ..analysis.names import TORCH_ROOTS
 from ..diagnostics import Diagnostic, Edit, Fix, Position
-from .testpaths import holds_tests, is_test_path
+from .testpaths import holds_tests, index_declares_tests, is_test_path
 
 DOC_SECTIONS = ("What it does", "Why is this bad", "Example", "Use instead", "Fix safety", "Memory impact")
 
@@ -69,7 +69,7 @@ class RuleContext:
         """A test file that holds tests (see :func:`.testpaths.holds_tests`): a script named
         ``test_net.py`` that defines no test is not one. Besides the test-path verdict it
         reads only the file's name, which the module name in the cache key covers."""
-        return holds_tests(self.path, self.analysis.index)
+        return holds_tests(self.path, lambda: index_declares_tests(self.analysis.index))
 
     @property
     def uses_torch(self) -> bool:

@@ -8,6 +8,7 @@ quiet in it. The engine keys cached findings on this verdict too (see
 from __future__ import annotations
 
 import ast
+from typing import Callable, Iterable
 
 TEST_FRAMEWORKS = frozenset({"pytest", "unittest", "nose", "hypothesis"})
 
@@ -19,25 +20,29 @@ def is_test_path(path: str) -> bool:
     return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "tests" in parts[:-1]
 
 
-def holds_tests(path: str, index) -> bool:
+def holds_tests(path: str, declares_tests: Callable[[], bool]) -> bool:
     """A test path (see :func:`is_test_path`) that holds tests: a file named
     ``test_*.py``/``*_test.py`` only when it defines tests (``tools/test_net.py`` with
     ``def test(cfg)`` and a ``__main__`` block is an evaluation script named so), any
     other test path by its path. Only the file's name is read besides that verdict, so
-    the answer is the same from whichever folder the file is named."""
+    the answer is the same from whichever folder the file is named. ``declares_tests``
+    answers from the file's syntax tree or its symbol table (see :func:`declares_tests`)."""
     if not is_test_path(path):
         return False
     name = path.replace("\\", "/").split("/")[-1]
-    return not (name.startswith("test_") or name.endswith("_test.py")) or _defines_tests(index)
+    return not (name.startswith("test_") or name.endswith("_test.py")) or declares_tests()
 
 
-def _defines_tests(index) -> bool:
-    """A ``test_*`` function or ``Test*`` class at the top level, or a test framework imported."""
-    if any(target.split(".")[0] in TEST_FRAMEWORKS for target in index.imports.aliases.values()):
-        return True
-    for node in index.tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_"):
-            return True
-        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-            return True
-    return False
+def declares_tests(import_targets: Iterable[str], functions: Iterable[str], classes: Iterable[str]) -> bool:
+    """A test framework imported, or a top-level ``test_*`` function or ``Test*`` class."""
+    return (any(target.split(".")[0] in TEST_FRAMEWORKS for target in import_targets)
+            or any(name.startswith("test_") for name in functions)
+            or any(name.startswith("Test") for name in classes))
+
+
+def index_declares_tests(index) -> bool:
+    """:func:`declares_tests` from a module's syntax tree."""
+    body = index.tree.body
+    return declares_tests(index.imports.aliases.values(),
+                          [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))],
+                          [n.name for n in body if isinstance(n, ast.ClassDef)])
