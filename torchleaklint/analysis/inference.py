@@ -36,6 +36,7 @@ def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Op
         return None
     graph = graph or analysis.graph
     local = _local_names(scope)
+    from_calls = _bound_from_calls(scope)
     for node in walk_nodes(scope.node):
         if node is not scope.node and isinstance(node, FUNC_TYPES + (ast.ClassDef,)):
             return None  # a closure (``optimizer.step(closure)``) may take the graph elsewhere
@@ -52,9 +53,8 @@ def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Op
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if any(_outlives_call(t, local) for t in targets) and (
                     _holds_graph(analysis, scope, graph, stmt.value, stmt)
-                    or _carried_by(analysis, scope, graph, stmt.value, stmt)):
+                    or _carried_by(analysis, scope, graph, stmt.value, stmt, from_calls)):
                 return None
-    from_calls = _bound_from_calls(scope)
     for call, stmt in scope.calls:
         args = list(call.args) + [k.value for k in call.keywords]
         if not args or not any(_may_carry(analysis, scope, graph, arg, stmt, from_calls) for arg in args):
@@ -142,17 +142,17 @@ def _project_function_graph_free(analysis, scope: Scope, call: ast.Call, stmt, d
     return True
 
 
-def _carried_by(analysis, scope: Scope, graph, value, stmt) -> bool:
+def _carried_by(analysis, scope: Scope, graph, value, stmt, from_calls: set) -> bool:
     """Could the value stored, or an item of the tuple, list or dict it builds
     (``self.transition = [state, log_prob]``), carry a graph (see :func:`_may_carry`)?"""
     if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
-        return any(_carried_by(analysis, scope, graph, e.value if isinstance(e, ast.Starred) else e, stmt)
+        return any(_carried_by(analysis, scope, graph, e.value if isinstance(e, ast.Starred) else e, stmt, from_calls)
                    for e in value.elts)
     if isinstance(value, ast.Dict):
-        return any(_carried_by(analysis, scope, graph, v, stmt) for v in value.values)
+        return any(_carried_by(analysis, scope, graph, v, stmt, from_calls) for v in value.values)
     if graph.carrying(value, stmt) is not None:
         return True
-    return _may_carry(analysis, scope, graph, value, stmt, _bound_from_calls(scope)) and \
+    return _may_carry(analysis, scope, graph, value, stmt, from_calls) and \
         not _spelled_graph_free(analysis, scope, value, stmt)
 
 
