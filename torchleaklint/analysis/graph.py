@@ -36,6 +36,7 @@ class Evidence:
     tensor: bool = True  # proven to be a torch.Tensor
     scalar: bool = False  # proven to hold one element
     loss_like: bool = False
+    container: bool = False  # a list/dict holding graph-carrying values: nothing to detach
 
     def describe(self) -> str:
         return f"{self.text} (line {self.line})" if self.line else self.text
@@ -282,7 +283,7 @@ class GraphOracle:
                     ev = self.carrying(store.value, store.stmt)
                     if ev:
                         return Evidence(f"`{key}` holds graph-carrying values stored at line {store.stmt.lineno}: {ev.text}",
-                                        ev.line, ev.strength, tensor=False, loss_like=ev.loss_like)
+                                        ev.line, ev.strength, tensor=False, loss_like=ev.loss_like, container=True)
                 return None
         return None
 

@@ -18,6 +18,7 @@ from typing import Optional
 from .loops import function_calls_backward, loop_calls_backward
 from .module_index import Scope, calls_named, contains, start_of
 from .names import dotted
+from .sampled_store import sampled_store_keep
 from .stores import is_bounded_constructor, resets_of
 
 INIT_METHODS = frozenset({"__init__", "__post_init__", "setup", "reset", "reset_parameters",
@@ -92,6 +93,8 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
         return None
     # The value escapes every loop between the store and the container's creation.
     outside = [d for d in reaching if not contains(loop, d.stmt)] or reaching
+    if steps_between_refills(analysis, scope, ctx.loops, outside):
+        return None
     # A loop whose iterations re-create the value only sometimes (``if n % log_every == 0:
     # total = 0``) does not bound it: the value still spans several of its iterations.
     escaped = [l for l in ctx.loops
@@ -100,6 +103,45 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
     first = min(outside, key=lambda d: d.start)
     return Escape(f"`{key}` is created before the loop (line {first.stmt.lineno}) and outlives each iteration",
                   escaped[0] if escaped else loop)
+
+
+def steps_between_refills(analysis, scope: Scope, loops, defs) -> bool:
+    """Is the container re-created at the head of a loop whose every iteration is a
+    training step of its own? ``for batch in loader: d_losses = []`` filled by an inner
+    ``for _ in range(n_critic)`` and followed by ``g_loss.backward()`` in the batch loop:
+    the list holds one step's few values and is dropped at the next step, so nothing grows
+    with steps. The epoch loop of ``for epoch: losses = []; for batch in loader: ...``
+    runs no step of its own (its backward is inside the batch loop): that list grows with
+    every step of the epoch and stays reported."""
+    refill = None
+    for outer in loops:
+        if all(contains(outer, d.stmt) and every_iteration(analysis, d.stmt, outer) for d in defs):
+            refill = outer
+    if refill is None or refill is loops[-1]:
+        return False
+    return _steps_at_level(analysis, scope, refill)
+
+
+def _steps_at_level(analysis, scope: Scope, loop) -> bool:
+    """Does ``loop`` run a backward pass or an optimizer step in its own body, not in a
+    loop nested in it?"""
+    index = analysis.index
+
+    def own_level(stmt) -> bool:
+        ctx = index.ctx(stmt)
+        return ctx is not None and bool(ctx.loops) and ctx.loops[-1] is loop
+
+    for site in scope.backward_sites:
+        if site.kind != "grad" and contains(loop, site.call) and site.stmt is not None and own_level(site.stmt):
+            return True
+    for call, stmt in scope.calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "step" and contains(loop, call) and own_level(stmt)):
+            continue
+        owner = dotted(func.value.value if isinstance(func.value, ast.Subscript) else func.value) or ""
+        if "optim" in owner.rsplit(".", 1)[-1].lower():
+            return True
+    return False
 
 
 def _reset_in(analysis, scope: Scope, key: str, stmt, loop, own_defs, any_reset: bool = False) -> bool:
@@ -233,6 +275,9 @@ def legitimate_keep(analysis, scope: Scope, key: str, stmt, loop) -> Optional[Ke
     handed = _handed_to_backward(analysis, scope, key, stmt)
     if handed is not None:
         return handed
+    sampled = sampled_store_keep(analysis, scope, key)
+    if sampled is not None:
+        return Keep(sampled)
     ret = flow.flows_into_return(scope, key)
     if ret is not None:
         backward = loop_calls_backward(analysis, scope, loop) if loop is not None else function_calls_backward(analysis, scope)

@@ -19,37 +19,43 @@ FIX_STYLES = ("auto", "item", "detach")
 
 def carrying_parts(ctx, expr: ast.AST, stmt, graph=None) -> List[Tuple[ast.AST, Evidence]]:
     """The smallest sub-expressions whose graphs make ``expr`` carry one (as judged by
-    ``graph``, the module's oracle unless another is given)."""
-    graph = graph or ctx.analysis.graph
+    ``graph``, the module's oracle unless another is given). None when one of them is a
+    container of graph-carrying values (``[log_probs, returns]`` of two lists): a list has
+    no ``.detach()``, so there is no fix to offer."""
+    parts = _carrying_parts(ctx, expr, stmt, graph or ctx.analysis.graph)
+    return [] if any(ev.container for _, ev in parts) else parts
+
+
+def _carrying_parts(ctx, expr: ast.AST, stmt, graph) -> List[Tuple[ast.AST, Evidence]]:
     ev = graph.carrying(expr, stmt)
     if ev is None:
         return []
     if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
         parts = []
         for elt in expr.elts:
-            parts.extend(carrying_parts(ctx, elt, stmt, graph))
+            parts.extend(_carrying_parts(ctx, elt, stmt, graph))
         return parts
     if isinstance(expr, ast.Dict):
         parts = []
         for value in expr.values:
-            parts.extend(carrying_parts(ctx, value, stmt, graph))
+            parts.extend(_carrying_parts(ctx, value, stmt, graph))
         return parts
     if isinstance(expr, ast.BinOp):
         left = graph.carrying(expr.left, stmt)
         right = graph.carrying(expr.right, stmt)
         if left is not None and right is None:
-            return carrying_parts(ctx, expr.left, stmt, graph)
+            return _carrying_parts(ctx, expr.left, stmt, graph)
         if right is not None and left is None:
-            return carrying_parts(ctx, expr.right, stmt, graph)
+            return _carrying_parts(ctx, expr.right, stmt, graph)
     if isinstance(expr, ast.IfExp):
         # Fix each branch that carries a graph, by its own evidence: `loss.item() if c else 0`,
         # never `(loss if c else 0).item()`, which raises on the integer branch.
-        return [part for branch in (expr.body, expr.orelse) for part in carrying_parts(ctx, branch, stmt, graph)]
+        return [part for branch in (expr.body, expr.orelse) for part in _carrying_parts(ctx, branch, stmt, graph)]
     if isinstance(expr, ast.BoolOp):
         # `loss or 0`: which operand is the value depends on truthiness at run time, so a
         # fix of the carrying operands (`loss.item() or 0`) is offered as unsafe only.
         return [(part, replace(part_ev, tensor=False, scalar=False)) for value in expr.values
-                for part, part_ev in carrying_parts(ctx, value, stmt, graph)]
+                for part, part_ev in _carrying_parts(ctx, value, stmt, graph)]
     if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp, ast.Starred)):
         return []  # no single expression to detach: report without a fix
     return [(expr, ev)]

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 from ..analysis.graph import CONVENTION
 from ..analysis.lifetimes import legitimate_keep, outlives_iteration
+from ..analysis.sampled_store import consumed_store
 from ..analysis.module_index import container_key
 from ..analysis.names import dotted
 from ..analysis.summaries import argument_for, summary_for
@@ -229,7 +230,7 @@ print(total_loss / len(loader))
             if receiver is None:
                 continue
             escape = outlives_iteration(analysis, scope, stmt, receiver)
-            if escape is None:
+            if escape is None or consumed_store(analysis, scope, receiver, stmt) is not None:
                 continue
             if not GraphTensorStored._trains(analysis, scope, escape.loop):
                 continue
