@@ -72,19 +72,68 @@ def _from_own_methods(analysis, scope: Scope, param: str, depth: int) -> Optiona
     return None
 
 
-def frozen_module(analysis, scope: Scope, module: str, stmt) -> bool:
-    """Is the module spelled ``module`` built frozen (``Net(...).requires_grad_(False)``)
-    where it reaches ``stmt``? Its parameters then record no autograd."""
-    for call, _ in scope.calls:
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_" \
-                and dotted(call.func.value) == module and not _false(call.args[0] if call.args else None):
+def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> bool:
+    """Is the module spelled ``module`` frozen where it reaches ``stmt``? Built frozen
+    (``Net(...).requires_grad_(False)``), frozen by a statement before it
+    (``sampler.eval().requires_grad_(False).to(device)``, ``for p in net.parameters():
+    p.requires_grad = False``), or a deep copy of a frozen module (``ema = deepcopy(G)``).
+    Its parameters then record no autograd."""
+    frozen_here = False
+    for call, at in scope.calls:
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_"):
+            continue
+        if _chain_root(call.func.value) != module:
+            continue
+        if not _false(call.args[0] if call.args else None):
             return False  # unfrozen again by name
+        if isinstance(at, ast.Expr) and at.lineno < stmt.lineno:
+            frozen_here = True
+    if frozen_here or _parameters_frozen(scope, module, stmt):
+        return True
     for d in analysis.flow.reaching(scope, module, stmt):
         node = d.value
-        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr != "deepcopy":
             if node.func.attr == "requires_grad_" and node.args and _false(node.args[0]):
                 return True
             node = node.func.value
+        if depth < 3 and isinstance(node, ast.Call) and (dotted(node.func) or "").rsplit(".", 1)[-1] == "deepcopy" \
+                and node.args and dotted(node.args[0]) and \
+                frozen_module(analysis, scope, dotted(node.args[0]), d.stmt, depth + 1):
+            return True
+    return False
+
+
+_CHAIN_METHODS = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half", "double"})
+
+
+def _chain_root(node) -> Optional[str]:
+    """``sampler.eval().to(device)`` → ``sampler``."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CHAIN_METHODS:
+        node = node.func.value
+    return dotted(node)
+
+
+def _parameters_frozen(scope: Scope, module: str, stmt) -> bool:
+    """``for p in module.parameters(): p.requires_grad = False`` before ``stmt``, with no
+    test around the assignment."""
+    for loop in scope.loops:
+        if not isinstance(loop, ast.For) or loop.lineno >= stmt.lineno or not isinstance(loop.target, ast.Name):
+            continue
+        it = loop.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"
+                and dotted(it.func.value) == module):
+            continue
+        name = loop.target.id
+        for body_stmt in loop.body:
+            if isinstance(body_stmt, ast.Assign) and _false(body_stmt.value) and any(
+                    isinstance(t, ast.Attribute) and t.attr == "requires_grad" and dotted(t.value) == name
+                    for t in body_stmt.targets):
+                return True
+            if isinstance(body_stmt, ast.Expr) and isinstance(body_stmt.value, ast.Call):
+                call = body_stmt.value
+                if isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_" and \
+                        dotted(call.func.value) == name and call.args and _false(call.args[0]):
+                    return True
     return False
 
 

@@ -9,11 +9,13 @@ from ..analysis.backward_reach import gradient_points, gradient_reaching
 from ..analysis.eval_callers import evaluation_callers
 from ..analysis.eval_mode import eval_mode_call, eval_mode_calls
 from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
+from ..analysis.forward_input import frozen_module
 from ..analysis.graph import STRONG
 from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, contains
 from ..analysis.names import dotted, words
+from ..analysis.numpy_proof import read_as_numpy
 from ..analysis.parameterless import called_class, holds_no_parameters
 from ..analysis.repetition import setup_only
 from ..analysis.volatile import volatile_input
@@ -334,6 +336,8 @@ def evaluate(model, loader):
                 continue  # output dropped at once (calibration, ``embed(...)`` for side effects): no graph kept
             if direct and _parameterless_module(analysis, call, scope, stmt):
                 continue  # a tokenizer written as an nn.Module: no parameter, no graph
+            if direct and (read_as_numpy(call, stmt) or _frozen(analysis, scope, call, stmt)):
+                continue  # ``.numpy()`` raises on a graph; a frozen module records none
             if evidence is None and not direct_only:
                 # A project helper that runs the forward itself (``out = self._forward(batch)``):
                 # its summary says what it returns; one that disables grad inside returns no graph.
@@ -389,6 +393,11 @@ def _firm(evidence, node) -> bool:
 def _called_in_evaluation(analysis, scope):
     return evaluation_callers(analysis, scope, lambda a, s: eval_mode_calls(s, a),
                               EvalForwardWithGrad._named_evaluation)
+
+
+def _frozen(analysis, scope, call, stmt) -> bool:
+    name = dotted(call.func)
+    return name is not None and frozen_module(analysis, scope, name, stmt)
 
 
 def _parameterless_module(analysis, call, scope, stmt) -> bool:
