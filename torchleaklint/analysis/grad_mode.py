@@ -9,6 +9,7 @@ from typing import Optional
 
 from .module_index import Scope, grad_off_call
 from .project import LIGHTNING_NO_GRAD_HOOKS, MAX_CALL_SITES, FunctionRef
+from .self_calls import calls_another_hierarchy
 
 MAX_CALLER_DEPTH = 4
 
@@ -59,6 +60,8 @@ class GradMode:
         if project is None or depth >= MAX_CALLER_DEPTH:
             return None
         sites = project.call_sites_of(index.module_name, scope.name)
+        if scope.class_name and len(sites) <= 4 * MAX_CALL_SITES:
+            sites = [site for site in sites if not self._runs_its_own(site, scope)]
         if not sites or len(sites) > MAX_CALL_SITES:
             return None  # no caller, or a name too common to follow
         own_is_test = project.is_test_module(index.module_name)
@@ -77,6 +80,19 @@ class GradMode:
             if caller_scope is scope or not analysis.grad.scope_off(caller_scope, depth + 1):
                 return None
         return f"every call of `{scope.name}` in the linted files runs under no_grad"
+
+    def _runs_its_own(self, site, scope: Scope) -> bool:
+        """Is the call site a ``self.<name>(...)`` in a class unrelated to the method's, which
+        runs that class's own method (``ERM.update`` calling ``self.predict(x)`` never runs
+        another algorithm's ``predict``)?"""
+        module, caller, _ = site
+        if "." not in caller:
+            return False
+        found = self.analysis.project.scope_for(FunctionRef(module, caller))
+        if found is None:
+            return False
+        caller_analysis, caller_scope = found
+        return calls_another_hierarchy(caller_analysis, caller_scope, scope.name, self.analysis, scope.class_name)
 
     def _project_decorator_off(self, deco, scope: Scope) -> Optional[str]:
         """``@smart_inference_mode()``: a project decorator (or decorator factory) whose body

@@ -69,3 +69,22 @@ def _project_class(project, module: str, base: str) -> Optional[Tuple[str, str]]
     if found is None or found[1] not in project.tables[found[0]].classes:
         return None
     return found
+
+
+def calls_another_hierarchy(caller_analysis, caller: Scope, name: str, analysis, class_name: str) -> bool:
+    """Does ``caller`` reach ``name`` only as ``self.<name>(...)`` from a method of a class
+    unrelated to ``class_name`` (neither it, nor a project base or subclass of it)? Such a
+    call runs the caller's own class's method: ``ERM.update`` calling ``self.predict(x)``
+    never runs another algorithm's ``predict``."""
+    if not caller.class_name:
+        return False
+    calls = [call for call, _ in caller.calls
+             if isinstance(call.func, ast.Attribute) and call.func.attr == name]
+    if not calls or not all(isinstance(c.func.value, ast.Name) and c.func.value.id == "self" for c in calls):
+        return False
+    mine = {(a.index.module_name, cls) for a, cls in _class_and_bases(analysis, class_name)}
+    theirs = {(a.index.module_name, cls) for a, cls in _class_and_bases(caller_analysis, caller.class_name)}
+    # ``self`` in the caller is an instance of its class or of a subclass: the method is
+    # reached when its class is among the caller's bases, or the caller's class among its.
+    return (analysis.index.module_name, class_name) not in theirs and \
+        (caller_analysis.index.module_name, caller.class_name) not in mine
