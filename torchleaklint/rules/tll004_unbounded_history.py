@@ -198,7 +198,7 @@ class Agent:
                 continue
             if _periodic(analysis, stmt) or setup_only(analysis, scope) or _sibling_len_check(analysis, scope, key):
                 continue
-            if window is None and not analysis.index.ctx(stmt).loops and runs_per_epoch(analysis, scope):
+            if not analysis.index.ctx(stmt).loops and runs_per_epoch(analysis, scope):
                 continue  # one entry per epoch: bounded by the epoch count the run sets
             fix = None if nested else self._fix(ctx, key, creation)
             grows = f"one of the lists in `{key}`" if nested else f"`{key}`"
