@@ -118,7 +118,8 @@ for x, y in batches:
                          and _may_share_graph(analysis, scope, site, other)]
                 if later or _graph_built_outside(analysis, scope, site, stmt, region) \
                         or _released(analysis, scope, site, region) \
-                        or _handed_to_backward(analysis, scope, site, outer):
+                        or _handed_to_backward(analysis, scope, site, outer) \
+                        or _returned_for_backward(analysis, scope, site):
                     continue
                 carried = [state for l in ctx_.loops for state in carried_states(analysis, scope, l)]
                 written = _as_written(site.call)
@@ -216,6 +217,42 @@ def _handed_to_backward(analysis, scope, site, outer) -> bool:
         if len(refs) == 1 and project.calls_backward(refs[0]):
             return True
     return False
+
+
+def _returned_for_backward(analysis, scope, site) -> bool:
+    """The function returns a value of the retained graph (``loss`` computed from the
+    ``logits`` it backpropagated with ``retain_graph=True`` for Grad-CAM): its caller's
+    backward runs through that graph, which is what it was retained for."""
+    if not scope.is_function or not scope.returns:
+        return False
+    mine = _ancestry(analysis, scope, site)
+    if mine is None:
+        return True
+    mine = mine - {"self"} - set(scope.params)
+    after = start_of(site.call)
+    for expr in scope.returns:
+        stmt = _stmt_holding(analysis, scope, expr)
+        if stmt is None or start_of(stmt) <= after or analysis.graph.carrying(expr, stmt) is None:
+            continue  # ``return loss.item()``: nothing of the graph leaves
+        keys = expr_keys(expr)
+        seen = set(keys)
+        frontier = [(key, stmt) for key in keys]
+        while frontier and len(seen) < 64:
+            key, at = frontier.pop()
+            for d in analysis.flow.reaching(scope, key, at):
+                for found in expr_keys(getattr(d, "value", None)) - seen:
+                    seen.add(found)
+                    frontier.append((found, d.stmt))
+        if seen & mine:
+            return True
+    return False
+
+
+def _stmt_holding(analysis, scope, expr):
+    for stmt in scope.statements:
+        if isinstance(stmt, ast.Return) and stmt.value is expr:
+            return stmt
+    return None
 
 
 def _called_in_loop(analysis, scope) -> bool:
