@@ -373,6 +373,15 @@ class GraphOracle:
                     return None
         return None
 
+    def _passed_objects(self, func, scope: Scope) -> bool:
+        """Is the callee a parameter for which every caller passes a project object with a
+        ``__call__`` of its own? Its summary, not its name, says what the call returns."""
+        if not isinstance(func, ast.Name) or func.id not in scope.params:
+            return False
+        from .passed_callables import passed_call_methods
+
+        return passed_call_methods(self.analysis, scope, func.id) is not None
+
     def _is_distribution(self, receiver, scope: Scope, stmt) -> bool:
         """``dist`` bound to ``Categorical(...)``/``torch.distributions.Normal(...)``, or to
         what a forward pass returns (``dist, value = model(state)``): a tensor has no
@@ -410,7 +419,8 @@ class GraphOracle:
             elif kind is None and self.index.torch_aware and not self.kinds.is_project_callable(func, scope):
                 name = last_name(func)
                 extra = self.analysis.project.loss_names if self.analysis.project is not None else frozenset()
-                if name and looks_like_loss_name(name, extra) and not name.startswith(("get_", "log", "print", "plot", "save")):
+                if name and looks_like_loss_name(name, extra) and not name.startswith(("get_", "log", "print", "plot", "save")) \
+                        and not self._passed_objects(func, scope):
                     what = f"`{dotted(func) or name}(...)`, named like a loss function"
                     strength = CONVENTION
         if what is None:

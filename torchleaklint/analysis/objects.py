@@ -416,6 +416,10 @@ class ObjectKinds:
 
     def call_summary(self, call: ast.Call, scope: Scope, stmt, arity: int, oracle=None) -> Optional[CallSummary]:
         refs = self.resolve_functions(call.func, scope, stmt, arity)
+        if not refs and isinstance(call.func, ast.Name) and call.func.id in scope.params:
+            from .passed_callables import passed_call_methods
+
+            refs = passed_call_methods(self.analysis, scope, call.func.id) or []  # ``loss_compute(out, y)``
         if not refs:
             return None
         by_name = not (isinstance(call.func, ast.Name) or (
