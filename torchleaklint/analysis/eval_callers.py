@@ -27,6 +27,11 @@ def evaluation_callers(analysis, scope, eval_calls: Callable, named: Callable, d
     sites = [(module, caller) for module, caller, off in project.call_sites(scope.name) if not off]
     if not sites or len(sites) > MAX_CALL_SITES:
         return None
+    # A test calls a library's public method once, outside any run: it says nothing of how
+    # the method is used (a ``predict`` whose outputs a user's loss may backpropagate).
+    sites = [site for site in sites if not project.is_test_module(site[0])]
+    if not sites:
+        return None
     reasons = []
     for module, caller in dict.fromkeys(sites):
         found = scope_of_caller(project, module, caller)
