@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
 from .detachers import DETACH_METHODS
+from .free_reads import free_reads
 from .graph import Evidence
 from .lifetimes import every_iteration
 from .module_index import LOOP_TYPES, Scope, contains, container_key, start_of
@@ -66,7 +67,7 @@ def _moved_only(value, key) -> bool:
 
 
 def _rebuilt_keys(stmt: ast.Assign) -> List[str]:
-    reads = {dotted(n) for n in ast.walk(stmt.value) if isinstance(n, (ast.Name, ast.Attribute))}
+    reads = {dotted(n) for n in free_reads(stmt.value)}
     out = []
     for target in stmt.targets:
         for node in ast.walk(target):
@@ -78,8 +79,8 @@ def _rebuilt_keys(stmt: ast.Assign) -> List[str]:
 
 
 def _reads(expr, key):
-    for node in ast.walk(expr):
-        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) == key:
+    for node in free_reads(expr):
+        if isinstance(node.ctx, ast.Load) and dotted(node) == key:
             yield node
 
 

@@ -212,6 +212,12 @@ for x in batches:
             if edit is None:
                 return None
             return Fix(applicability, f"Detach `{state.key}` at the top of the loop", (edit,))
+        init = initial_value(ctx.analysis, scope, state.loop, state.key)
+        if isinstance(init, ast.Constant):
+            return None  # ``loss = 0`` before the loop: ``loss.detach()`` would raise on the first iteration
+        qual = ctx.analysis.index.imports.qualname(init.func) if isinstance(init, ast.Call) else None
+        if not (qual or "").startswith("torch."):
+            applicability = "unsafe"  # the first iteration reads a value not proven a tensor
         edits = tuple(ctx.insert_after(ref, ".detach()") for ref in state.references)
         return Fix(applicability, f"Detach the previous `{state.key}` where it is reused", edits)
 
