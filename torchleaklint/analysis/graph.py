@@ -13,6 +13,7 @@ import ast
 from dataclasses import dataclass, replace
 from typing import Dict, Optional
 
+from .elementwise import rebound_elementwise
 from .module_index import Def, Scope
 from .names import FUNCTIONAL_LOSSES, dotted, last_name, looks_like_loss_name
 from .detachers import (COPYING_BUILTINS, DETACH_BUILTINS, DETACH_METHODS, DISTRIBUTION_DRAWS,  # noqa: F401
@@ -186,6 +187,8 @@ class GraphOracle:
             return every_branch([self._expr(expr.body, scope, stmt, bindings, nxt),
                                  self._expr(expr.orelse, scope, stmt, bindings, nxt)])
         if isinstance(expr, ast.Subscript):
+            if rebound_elementwise(self, expr.value, scope, stmt):
+                return None  # ``for i in range(len(xs)): xs[i] = xs[i].detach()`` before this read
             return self._expr(expr.value, scope, stmt, bindings, nxt)
         if isinstance(expr, ast.Starred):
             return self._expr(expr.value, scope, stmt, bindings, nxt)
@@ -246,6 +249,8 @@ class GraphOracle:
             return bindings[key]
         if key is not None:
             defs = self.analysis.flow.reaching(scope, key, stmt)
+            if defs and scope.loops and rebound_elementwise(self, expr, scope, stmt):
+                return None  # every element replaced by a graph-free value before this read
             if defs:
                 ev = every_branch([self.def_carrying(d, scope) for d in defs])
                 if ev:
