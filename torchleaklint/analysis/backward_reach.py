@@ -45,8 +45,21 @@ def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
                                                          for r in refs):
                 what = "calls `.backward()`" if all(_trains(project, r) for r in refs) else "computes gradients"
                 points.append((call, f"`{ast.unparse(call.func)}()` at line {call.lineno}, which {what}"))
+            elif not refs and _unresolved_training_method(project, call):
+                points.append((call, f"`{ast.unparse(call.func)}()` at line {call.lineno}, a method of an object "
+                                     f"the analysis cannot resolve, named like a project method that calls `.backward()`"))
     memo[key] = points
     return points
+
+
+def _unresolved_training_method(project, call) -> bool:
+    """``trainer.train(loader, 1)`` on an object handed in: with arguments it is no mode
+    switch, and when every project method of that name trains, it is one of them."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or not (call.args or call.keywords):
+        return False
+    refs = [r for r in project.functions_named(func.attr) if "." in r.qualname]
+    return 0 < len(refs) <= MAX_TARGETS and all(project.calls_backward(r) for r in refs)
 
 
 def _trains(project, ref) -> bool:
