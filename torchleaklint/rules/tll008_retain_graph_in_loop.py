@@ -119,7 +119,7 @@ for x, y in batches:
                 if later or _graph_built_outside(analysis, scope, site, stmt, region) \
                         or _released(analysis, scope, site, region) \
                         or _handed_to_backward(analysis, scope, site, outer) \
-                        or _returned_for_backward(analysis, scope, site):
+                        or (not ctx_.loops and _returned_for_backward(analysis, scope, site)):
                     continue
                 carried = [state for l in ctx_.loops for state in carried_states(analysis, scope, l)]
                 written = _as_written(site.call)
