@@ -10,6 +10,7 @@ from typing import Callable, Optional
 
 from .callers import call_names
 from .module_index import Scope, calls_named
+from .summaries import short_path
 
 MAX_DEPTH = 3
 MAX_CALLERS = 8
@@ -50,12 +51,12 @@ def repeated_call_site(analysis, scope: Scope, depth: int = 0,
                 if loop_evidence is not None and not _call_fits(scope, call):
                     continue
                 if loop_evidence is None:
-                    found = f"called in a loop at {_short(caller_analysis.path)}:{call.lineno}"
+                    found = f"called in a loop at {short_path(caller_analysis.path)}:{call.lineno}"
                     break
                 why = next((w for w in (loop_evidence(caller_analysis, caller_scope, loop)
                                         for loop in reversed(ctx.loops)) if w), None)
                 if why is not None:
-                    found = f"called at {_short(caller_analysis.path)}:{call.lineno}, where {why}"
+                    found = f"called at {short_path(caller_analysis.path)}:{call.lineno}, where {why}"
                     break
             if found is None and caller_scope is not scope:
                 outer = repeated_call_site(caller_analysis, caller_scope, depth + 1, loop_evidence)
@@ -75,10 +76,6 @@ def _call_fits(scope: Scope, call) -> bool:
     if scope.class_name is None:
         return isinstance(call.func, ast.Name)
     return isinstance(call.func, ast.Attribute)
-
-
-def _short(path: str) -> str:
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def setup_only(analysis, scope: Scope) -> bool:

@@ -36,7 +36,7 @@ class FunctionSummary:
 
     @property
     def where(self) -> str:
-        return f"{self.ref.qualname} ({_short(self.analysis.path)}:{self.scope.node.lineno})"
+        return f"{self.ref.qualname} ({short_path(self.analysis.path)}:{self.scope.node.lineno})"
 
     def can_unpack(self, arity: int) -> bool:
         for expr in self.scope.returns:
@@ -289,5 +289,5 @@ def _stmt_of(analysis, scope: Scope, expr):
     return None
 
 
-def _short(path: str) -> str:
+def short_path(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]

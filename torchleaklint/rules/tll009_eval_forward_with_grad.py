@@ -8,6 +8,7 @@ from ..analysis.backpropagated_results import backpropagated_result
 from ..analysis.backward_reach import gradient_points, gradient_reaching
 from ..analysis.eval_callers import evaluation_callers
 from ..analysis.eval_mode import eval_mode_call, eval_mode_calls
+from ..analysis.flag_arms import flag_bindings, grad_switched_by, skipped_backward
 from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
 from ..analysis.forward_input import frozen_module
 from ..analysis.graph import STRONG
@@ -18,6 +19,7 @@ from ..analysis.names import dotted, words
 from ..analysis.numpy_proof import read_as_numpy
 from ..analysis.parameterless import called_class, holds_no_parameters
 from ..analysis.repetition import setup_only
+from ..analysis.summaries import short_path
 from ..analysis.volatile import volatile_input
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
@@ -56,8 +58,18 @@ class EvalForwardWithGrad(Rule):
     a direct module call whose output is dropped at once (`model(calibration_batch)`), or
     of a project module proven to hold no parameters (a tokenizer), records no graph that
     matters and is not reported. When the arms of an `if` run different forwards, each is
-    reported. Modules that import only their own project (whose modules import torch) are
-    checked; a file named `test_*.py` is skipped only when it defines tests.
+    reported. Also reported: a call that passes a training function the flag that rules
+    out every backward pass in it (`run_epoch(valid_loader, model, ..., mode="eval")` where
+    the backward sits under `if mode == "train":`, `self.iteration(loader, train=False)`),
+    with grad on: the arms are decided from the constants the call passes or the
+    parameters' defaults, and a `with torch.set_grad_enabled(train):` (or any grad context
+    the flag computes) around the forward keeps it quiet. A module frozen before the
+    forward (`net.requires_grad_(False)`, `p.requires_grad = False` for its parameters, a
+    deep copy of a frozen module), or a forward whose output reaches `.numpy()` with no
+    detach on the way (which raises on a graph), records none. Modules that import only
+    their own project (whose modules import torch) are checked; a file named `test_*.py`
+    is skipped only when it defines tests, and calls from test modules never make a
+    function evaluation code.
 
     ## Why is this bad
     With grad enabled, every forward pass saves its activations for a backward pass that
@@ -156,6 +168,7 @@ def evaluate(model, loader):
         if ctx.in_test_module:
             return  # a test runs its forwards once (``tools/test_net.py``, a script, is not one)
         for scope in analysis.index.scopes:
+            yield from self._flag_skips_backward(ctx, scope)
             found = self._evaluation_forward(analysis, scope)
             if isinstance(found, str):
                 continue  # why not: kept as text for debugging the analysis
@@ -175,6 +188,51 @@ def evaluate(model, loader):
                          ("grad mode: no `no_grad`/`inference_mode` around it, and no caller in the linted files "
                           "disables grad for every call")]
                 yield self.diagnostic(ctx, stmt, message, fix, notes)
+
+    def _flag_skips_backward(self, ctx, scope):
+        """``run_epoch(valid_loader, model, ..., mode="eval")`` with grad on, where the flag
+        the call passes rules out every backward pass of ``run_epoch`` but none of its
+        forwards: the forwards of the whole loop record graphs that are never used."""
+        analysis = ctx.analysis
+        project = analysis.project
+        if project is None or not scope.calls:
+            return
+        index = analysis.index
+        kinds = analysis.graph.kinds
+        for call, stmt in scope.calls:
+            if not (call.args or call.keywords) or index.ctx(stmt) is None or index.ctx(stmt).grad_off:
+                continue
+            if not any(isinstance(a, ast.Constant) for a in list(call.args) + [k.value for k in call.keywords]):
+                continue  # the arms are decided by a constant the call passes
+            refs = kinds.resolve_functions(call.func, scope, stmt)
+            if len(refs) != 1:
+                continue
+            found = project.scope_for(refs[0])
+            if found is None:
+                continue
+            callee_analysis, callee = found
+            if callee is scope or callee_analysis.grad.scope_off(callee):
+                continue
+            bindings = {name: value for name, value in flag_bindings(call, callee).items()
+                        if all(d.kind == "param" for d in callee.defs_of(name))}
+            skipped = skipped_backward(callee_analysis, callee, bindings, gradient_points(callee_analysis, callee))
+            if skipped is None:
+                continue
+            forward = self._main_forward(callee_analysis, callee)
+            if forward is None or not callee_analysis.index.ctx(forward[0]).loops:
+                continue
+            if grad_switched_by(callee, forward[0], bindings):
+                continue  # ``with torch.set_grad_enabled(train):`` around it: the flag turns grad off too
+            if _result_backpropagated(analysis, scope, stmt) or analysis.grad.scope_off(scope):
+                continue
+            where = f"{callee.qualname} ({short_path(callee_analysis.path)}:{forward[0].lineno})"
+            message = (f"`{ast.unparse(call.func)}(...)` is called with {skipped.flags}, which skips every backward "
+                       f"pass in `{callee.name}` (`{ast.unparse(skipped.test)}` at line {skipped.line}), with grad on: "
+                       f"the forward passes of its loop record autograd graphs that are never used")
+            notes = [f"forward: {forward[1].describe()} in {where}",
+                     f"no gradient: `{ast.unparse(skipped.test)}` is false for {skipped.flags}",
+                     "grad mode: no `no_grad`/`inference_mode` around the call, and no caller disables grad"]
+            yield self.diagnostic(ctx, stmt, message, None, notes)
 
     def _evaluation_forward(self, analysis, scope):
         """(name, why it is evaluation, statement, evidence) of the evaluation forward the
@@ -393,6 +451,14 @@ def _firm(evidence, node) -> bool:
 def _called_in_evaluation(analysis, scope):
     return evaluation_callers(analysis, scope, lambda a, s: eval_mode_calls(s, a),
                               EvalForwardWithGrad._named_evaluation)
+
+
+def _result_backpropagated(analysis, scope, stmt) -> bool:
+    """Does what the statement binds reach a backward pass of the scope?"""
+    if not isinstance(stmt, ast.Assign):
+        return False
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return any(names & analysis.flow.attached_sources_of(scope, site.keys) for site in scope.backward_sites)
 
 
 def _frozen(analysis, scope, call, stmt) -> bool:

@@ -1,0 +1,164 @@
+"""A training function called with the flag that skips its backward passes.
+
+``def run_epoch(loader, model, loss_compute, optimizer, mode="train")`` runs
+``loss.backward()`` only under ``if mode == "train":``; a validation call
+``run_epoch(valid_loader, model, ..., mode="eval")`` without ``no_grad`` runs every
+forward of the epoch with autograd recording and never backpropagates any of it. The
+arms are decided from the constant the call passes (or the parameter's default), never
+guessed: an unknown value in a test leaves the call alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+from .module_index import Scope, contains
+from .summaries import argument_for
+
+_UNKNOWN = object()
+
+
+@dataclass(frozen=True)
+class SkippedBackward:
+    flags: str  # ``mode='eval'``
+    test: ast.AST  # the test that skips the backward
+    line: int
+
+
+def flag_bindings(call: ast.Call, callee: Scope) -> Dict[str, object]:
+    """The constant each parameter of ``callee`` takes at ``call`` (passed or defaulted)."""
+    node = callee.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    args = node.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    offset = 1 if callee.class_name and positional and positional[0] in ("self", "cls") else 0
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    out: Dict[str, object] = {}
+    for i, name in enumerate(positional[offset:] + [a.arg for a in args.kwonlyargs]):
+        arg = argument_for(call, i, name) if i < len(positional) - offset else next(
+            (k.value for k in call.keywords if k.arg == name), None)
+        value = arg if arg is not None else defaults.get(name)
+        if isinstance(value, ast.Constant):
+            out[name] = value.value
+    return out
+
+
+def skipped_backward(analysis, scope: Scope, bindings: Dict[str, object], points) -> Optional[SkippedBackward]:
+    """When every gradient point of ``scope`` sits in an ``if`` arm that ``bindings`` rule
+    out, the test that rules the first one out; else None."""
+    if not points or not bindings:
+        return None
+    index = analysis.index
+    found: List[SkippedBackward] = []
+    for call, _ in points:
+        ctx = index.ctx(_stmt_of(scope, call))
+        if ctx is None:
+            return None
+        skipped = None
+        for block in ctx.blocks:
+            owner = getattr(block, "owner", None)
+            if not isinstance(owner, ast.If):
+                continue
+            truth = _evaluate(owner.test, bindings)
+            if truth is _UNKNOWN:
+                continue
+            in_body = any(contains(s, call) for s in owner.body)
+            if truth is not in_body:  # the arm holding the backward is never taken
+                skipped = owner.test
+                break
+        if skipped is None:
+            return None
+        found.append(SkippedBackward(_describe(skipped, bindings), skipped, skipped.lineno))
+    return found[0]
+
+
+def _stmt_of(scope: Scope, call):
+    for other, stmt in scope.calls:
+        if other is call:
+            return stmt
+    for site in scope.backward_sites:
+        if site.call is call:
+            return site.stmt
+    return None
+
+
+def _describe(test, bindings) -> str:
+    names = sorted({n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in bindings})
+    return ", ".join(f"{name}={bindings[name]!r}" for name in names)
+
+
+def _evaluate(node, bindings):
+    """True/False when the test is decided by the bound constants, else _UNKNOWN."""
+    if isinstance(node, ast.Constant):
+        return bool(node.value)
+    if isinstance(node, ast.Name):
+        return bool(bindings[node.id]) if node.id in bindings else _UNKNOWN
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _evaluate(node.operand, bindings)
+        return _UNKNOWN if inner is _UNKNOWN else not inner
+    if isinstance(node, ast.BoolOp):
+        values = [_evaluate(v, bindings) for v in node.values]
+        if isinstance(node.op, ast.And):
+            if any(v is False for v in values):
+                return False
+            return True if all(v is True for v in values) else _UNKNOWN
+        if any(v is True for v in values):
+            return True
+        return False if all(v is False for v in values) else _UNKNOWN
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right = _value(node.left, bindings), _value(node.comparators[0], bindings)
+        if left is _UNKNOWN or right is _UNKNOWN:
+            return _UNKNOWN
+        op = node.ops[0]
+        try:
+            if isinstance(op, ast.Eq):
+                return left == right
+            if isinstance(op, ast.NotEq):
+                return left != right
+            if isinstance(op, ast.Is):
+                return left is right
+            if isinstance(op, ast.IsNot):
+                return left is not right
+            if isinstance(op, ast.In):
+                return left in right
+            if isinstance(op, ast.NotIn):
+                return left not in right
+        except TypeError:
+            return _UNKNOWN
+    return _UNKNOWN
+
+
+def _value(node, bindings):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return bindings.get(node.id, _UNKNOWN)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        items = [_value(e, bindings) for e in node.elts]
+        return _UNKNOWN if any(i is _UNKNOWN for i in items) else tuple(items)
+    return _UNKNOWN
+
+
+_GRAD_CONTEXTS = frozenset({"set_grad_enabled", "no_grad", "enable_grad", "inference_mode"})
+
+
+def grad_switched_by(scope: Scope, stmt, bindings: Dict[str, object]) -> bool:
+    """Does a ``with`` around ``stmt`` switch grad mode by a computed value (``with
+    torch.set_grad_enabled(train):``, ``with torch.no_grad() if not train else
+    nullcontext():``), or mention one of the flags? Then the flag may turn grad off."""
+    for node in ast.walk(scope.node):
+        if not isinstance(node, (ast.With, ast.AsyncWith)) or not any(contains(s, stmt) for s in node.body):
+            continue
+        for item in node.items:
+            expr = item.context_expr
+            names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+            calls = {(n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", ""))
+                     for n in ast.walk(expr) if isinstance(n, ast.Call)}
+            if names & set(bindings) or (calls & _GRAD_CONTEXTS and not isinstance(expr, ast.Call)) \
+                    or ("set_grad_enabled" in calls):
+                return True
+    return False
