@@ -89,7 +89,7 @@ def test_exclude_applies_to_named_files_with_force_exclude(cli, tmp_path):
 def test_version_spellings(cli, args):
     result = cli(*args)
     assert result.exit_code == 0
-    assert result.stdout.startswith("torchleaklint") and __version__ in result.stdout
+    assert result.stdout == f"torchleaklint {__version__}\n"
 
 
 def test_rule_is_explain(cli):
@@ -147,6 +147,7 @@ def test_show_settings_names_the_file_and_its_configuration(cli, tmp_path):
     assert lines[1] == f'Settings path: "{config}"'
     assert 'ignore = ["TLL004"]' in lines and 'model-names = ["learner"]' in lines
     assert 'extend-exclude = ["gen"]' in lines
+    assert "max-file-size-mb = 4" in lines
     assert "history-maxlen = 50" in lines
     assert any(line.startswith("# enabled rules:") and "TLL004" not in line and "TLL001" in line for line in lines)
 
@@ -182,11 +183,15 @@ def test_config_flag_reads_a_tool_table_from_any_file(cli, tmp_path):
     assert findings(result.stdout) == [("b.py", 7, "TLL002")]
     write(tmp_path / "top.toml", 'select = ["TLL001"]\n')
     assert findings(cli("--config", "top.toml", ".").stdout) == [("a.py", 7, "TLL001")]
+    # shaped like a pyproject.toml: the other tables are not ours to read
+    write(tmp_path / "cfg/shared.toml", '[project]\nname = "x"\n[tool.black]\nline-length = 99\n'
+                                         '[tool.torchleaklint]\nselect = ["TLL002"]\n')
+    assert findings(cli("--config", "cfg/shared.toml", ".").stdout) == [("b.py", 7, "TLL002")]
 
 
 @pytest.mark.parametrize("body, needles", [
     ('select = ["TLL001"]\n[tool.torchleaklint]\nignore = ["TLL002"]\n', ["mixed.toml", "select"]),
-    ('[tool.torchleaklint]\nselect = ["TLL001"]\n[tool.black]\nline-length = 1\n', ["mixed.toml", "tool.black"]),
+    ('line-length = 1\n[tool.torchleaklint]\nselect = ["TLL001"]\n', ["mixed.toml", "line-length"]),
     ('[tool]\ntorchleaklint = 3\n', ["mixed.toml", "must be a table"]),
     ('[tool.torchleaklint]\nselekt = ["TLL001"]\n', ["mixed.toml", "selekt", "unknown option"]),
 ])

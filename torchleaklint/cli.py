@@ -57,7 +57,7 @@ def _console(no_color: bool, stderr: bool = False):
 
 
 @click.group(cls=_DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="torchleaklint")
+@click.version_option(__version__, "-V", "--version", prog_name="torchleaklint", message="%(prog)s %(version)s")
 def main() -> None:
     """Find and fix the PyTorch memory anti-patterns that crash long training runs."""
 
@@ -94,7 +94,7 @@ def main() -> None:
               help="Worker processes for checking (default: the number of CPUs).")
 @click.option("--no-cache", is_flag=True,
               help=f"Do not read or write the cache ({CACHE_DIR_NAME}/, or $TORCHLEAKLINT_CACHE_DIR).")
-@click.version_option(__version__, "-V", "--version", prog_name="torchleaklint")
+@click.version_option(__version__, "-V", "--version", prog_name="torchleaklint", message="%(prog)s %(version)s")
 def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exclude, extend_exclude, output_format,
           output_file, show_evidence, show_fixes, statistics, exit_zero, exit_non_zero_on_fix, add_noqa,
           stdin_filename, force_exclude, quiet, config_path, show_files, show_settings, no_color, jobs,

@@ -148,17 +148,19 @@ def read_table(path: "str | os.PathLike[str]") -> Optional[Dict[str, object]]:
 
 
 def standalone_table(data: Dict[str, object], path: str) -> Dict[str, object]:
-    """A standalone file holds the options at its top level, or, copied from a
-    pyproject.toml, in a ``[tool.torchleaklint]`` table; not both."""
+    """A standalone file holds the options at its top level, or, shaped like a
+    pyproject.toml, in a ``[tool.torchleaklint]`` table beside other tables (``[project]``,
+    ``[tool.black]``), which are not ours to read; options at the top level beside that
+    table are a mistake."""
     tool = data.get("tool")
     if not (isinstance(tool, dict) and "torchleaklint" in tool):
         return data
     table = tool["torchleaklint"]
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.torchleaklint] must be a table")
-    others = sorted(k for k in data if k != "tool") + sorted(f"tool.{k}" for k in tool if k != "torchleaklint")
-    if others:
-        raise ConfigError(f"{path}: {others[0]}: unknown option (the options are in [tool.torchleaklint])")
+    loose = sorted(k for k, v in data.items() if k != "tool" and not isinstance(v, dict))
+    if loose:
+        raise ConfigError(f"{path}: {loose[0]}: unknown option (the options are in [tool.torchleaklint])")
     return table
 
 

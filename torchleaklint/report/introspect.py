@@ -33,6 +33,7 @@ def render_settings(path: str, settings: Settings) -> str:
         f"unsafe-fixes = {_toml(settings.unsafe_fixes)}",
         f"model-names = {_toml(settings.model_names)}",
         f"loss-names = {_toml(settings.loss_names)}",
+        f"max-file-size-mb = {_toml(settings.max_file_size_mb)}",
         f"# enabled rules: {', '.join(sorted(settings.enabled_codes())) or 'none'}",
     ]
     if settings.per_file_ignores:
