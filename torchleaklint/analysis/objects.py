@@ -68,6 +68,9 @@ class ObjectKind:
         return self.kind == "loss_module"
 
 
+DATA_PARALLEL_APPLY = frozenset({"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"})
+
+
 class ObjectKinds:
     MAX_DEPTH = 12
 
@@ -309,7 +312,15 @@ class ObjectKinds:
         func = call.func
         if isinstance(func, ast.Attribute) and (func.attr in NON_FORWARD_METHODS or func.attr.startswith("__")):
             return None
-        if self.index.imports.qualname(func) is not None and not self._rebound_import(func, scope, stmt):
+        qual = self.index.imports.qualname(func)
+        if qual in DATA_PARALLEL_APPLY and call.args:
+            # ``nn.parallel.data_parallel(netG, inputs, gpus)`` runs ``netG``'s forward
+            kind = self.kind_of(call.args[0], scope, stmt)
+            if kind is not None and kind.kind == "module":
+                return Evidence(f"output of the module `{dotted(call.args[0]) or 'module'}` run by "
+                                f"`{dotted(func)}` ({kind.why})", call.lineno, strength=kind.strength)
+            return None
+        if qual is not None and not self._rebound_import(func, scope, stmt):
             return None  # a library function or constructor (``torchvision.models.resnet50(...)``), not a model
         kind = self.kind_of(func, scope, stmt)
         if kind is not None and kind.by_attribute_name and not (call.args or call.keywords):
