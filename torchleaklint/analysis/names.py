@@ -106,6 +106,7 @@ class ImportMap:
     def __init__(self) -> None:
         self.aliases: Dict[str, str] = {}
         self.star_imported = False  # ``from utils import *``: names of unknown origin
+        self.star_modules: List[str] = []  # the modules ``*`` was imported from, in order
 
     def add(self, node: ast.AST, package: str) -> None:
         if isinstance(node, ast.Import):
@@ -125,6 +126,8 @@ class ImportMap:
             for alias in node.names:
                 if alias.name == "*":
                     self.star_imported = True
+                    if base and base not in self.star_modules:
+                        self.star_modules.append(base)
                     continue
                 local = alias.asname or alias.name
                 self.aliases[local] = f"{base}.{alias.name}" if base else alias.name

@@ -376,6 +376,10 @@ class ObjectKinds:
                 found = project.resolve_symbol(target)
                 if found and found[1] in project.tables[found[0]].functions:
                     return [FunctionRef(*found)]
+            elif self.index.imports.star_modules and not scope.defs_of(func.id):
+                found = project.star_symbol(module, func.id)  # ``from utils import *``
+                if found and found[1] in project.tables[found[0]].functions:
+                    return [FunctionRef(*found)]
             return []
         if not isinstance(func, ast.Attribute):
             return []

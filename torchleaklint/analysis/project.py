@@ -41,6 +41,9 @@ class CallSite:
     grad_off: bool
 
 
+STAR = "*"  # key prefix of star imports in a symbol table's imports
+
+
 @dataclass
 class SymbolTable:
     """What one module contributes to the project, without its syntax tree."""
@@ -62,6 +65,8 @@ class SymbolTable:
 def module_symbols(index: ModuleIndex, path: str) -> SymbolTable:
     table = SymbolTable(module=index.module_name, path=path)
     table.imports = dict(index.imports.aliases)
+    for i, star in enumerate(index.imports.star_modules):
+        table.imports[f"{STAR}{i}"] = star  # ``from models import *``: no identifier starts with it
     for name, node in index.classes.items():
         table.classes[name] = [
             index.imports.qualname(b) or dotted(b) or "" for b in node.bases
@@ -317,6 +322,26 @@ class ProjectIndex:
                 return found
             if found and hops < 3 and found[0] != module:
                 return self.resolve_class(found[0], found[1], hops + 1)  # ``from .models import Net``
+        if target is None and not rest:
+            found = self.star_symbol(module, name)
+            if found is not None and found[1] in self.tables[found[0]].classes:
+                return found
+        return None
+
+    def star_symbol(self, module: str, name: str) -> Optional[Tuple[str, str]]:
+        """The project module and name that ``name`` comes from through ``from X import *``
+        in ``module`` (the last such import defining it wins, as at run time)."""
+        table = self.tables.get(module)
+        if table is None:
+            return None
+        stars = [target for key, target in table.imports.items() if key.startswith(STAR)]
+        for star in reversed(stars):
+            found = self.resolve_symbol(f"{star}.{name}")
+            if found is None or found[0] == module:
+                continue
+            other = self.tables[found[0]]
+            if found[1] in other.classes or found[1] in other.functions:
+                return found
         return None
 
     def class_bases(self, module: str, name: str, seen: Optional[Set] = None) -> Set[str]:
