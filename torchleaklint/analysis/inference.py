@@ -29,9 +29,10 @@ _READ_ONLY_ROOTS = frozenset({"print", "len", "isinstance", "repr", "str", "form
 MAX_DEPTH = 2
 
 
-def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Optional[str]:
+def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None, but_returns: bool = False) -> Optional[str]:
     """Why no graph recorded in ``scope`` can leave it, or None when one may. ``graph``
-    is the oracle to ask (one that assumes an argument carries a graph, for a callee)."""
+    is the oracle to ask (one that assumes an argument carries a graph, for a callee).
+    With ``but_returns``, what the function returns is left to its callers to judge."""
     if not scope.is_function or scope.backward_sites or depth > MAX_DEPTH:
         return None
     graph = graph or analysis.graph
@@ -43,7 +44,7 @@ def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None) -> Op
         if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)):
             return None
     for stmt in _statements(scope):
-        if isinstance(stmt, ast.Return) and stmt.value is not None:
+        if isinstance(stmt, ast.Return) and stmt.value is not None and not but_returns:
             # What leaves must be free of graphs by its own spelling (``.item()``, ``.data``,
             # ``.numpy()``...): the oracle failing to prove a graph is not proof of none.
             if graph.carrying(stmt.value, stmt) is not None or not _spelled_graph_free(analysis, scope, stmt.value,

@@ -139,6 +139,7 @@ class LintSession:
         from the cache)."""
         module, _ = self._module_of(path)
         table.module = module  # a file named like an earlier one gets a distinct name
+        table.path = path  # as spelled in this run: a cached table keeps the spelling it was built under
         self._paths[module] = path
         self._words[module] = words
         self._figure_helpers = None

@@ -6,6 +6,7 @@ import ast
 
 from ..analysis.backpropagated_results import backpropagated_result
 from ..analysis.backward_reach import gradient_points, gradient_reaching
+from ..analysis.dropped_results import callers_drop_graph
 from ..analysis.eval_callers import evaluation_callers
 from ..analysis.eval_mode import eval_mode_call, eval_mode_calls
 from ..analysis.flag_arms import flag_bindings, grad_switched_by, skipped_backward
@@ -66,7 +67,10 @@ class EvalForwardWithGrad(Rule):
     the flag computes) around the forward keeps it quiet. A module frozen before the
     forward (`net.requires_grad_(False)`, `p.requires_grad = False` for its parameters, a
     deep copy of a frozen module), or a forward whose output reaches `.numpy()` with no
-    detach on the way (which raises on a graph), records none. Modules that import only
+    detach on the way (which raises on a graph), records none. An acting function that
+    returns its forward's output is reported when every caller reads only graph-free values
+    from it at once (`action = select_action(s); action = action.data[0].numpy()`); one
+    caller that keeps the result (a log-probability for REINFORCE) keeps it quiet. Modules that import only
     their own project (whose modules import torch) are checked; a file named `test_*.py`
     is skipped only when it defines tests, and calls from test modules never make a
     function evaluation code.
@@ -298,6 +302,10 @@ def evaluate(model, loader):
         if not called_with_grad(analysis, scope):
             return self._handed_over(analysis, scope)
         reason = graph_stays_inside(analysis, scope)
+        if reason is None and graph_stays_inside(analysis, scope, but_returns=True) is not None:
+            dropped = callers_drop_graph(analysis, scope)
+            if dropped is not None:
+                return scope.name, f"returns a graph that every caller drops at once ({dropped})", stmt, evidence
         if reason is None:
             return self._handed_over(analysis, scope)
         return scope.name, f"lets no graph out of the call ({reason})", stmt, evidence
