@@ -116,9 +116,33 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
             break
     if isinstance(node, ast.Name):  # the chain's root (or ``expr`` itself): judged by its definitions
         defs = analysis.flow.reaching(scope, node.id, stmt)
-        return bool(defs) and all(d.kind == "assign" and d.index is None and
-                                  _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1) for d in defs)
+        return bool(defs) and all(d.kind == "assign" and d.index is None and (
+            _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
+            or _filled_graph_free(analysis, scope, node.id, d.value, depth)) for d in defs)
     return False
+
+
+def _filled_graph_free(analysis, scope: Scope, key: str, value, depth: int) -> bool:
+    """``logits = torch.zeros(n, k)`` (or ``[]``) whose every store (``logits[idx] =
+    net(x).detach()``, ``out.append(f.cpu().numpy())``) writes a value graph-free by its
+    spelling: the tensor or list it builds holds no graph."""
+    from .stores import stores_into
+
+    if isinstance(value, ast.List) and not value.elts:
+        pass
+    elif isinstance(value, ast.Call):
+        qual = analysis.index.imports.qualname(value.func) or ""
+        if not (qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in FRESH_TENSORS) or any(
+                k.arg == "requires_grad" for k in value.keywords):
+            return False
+    else:
+        return False
+    stores = stores_into(analysis, scope, key)
+    return bool(stores) and all(_spelled_graph_free(analysis, scope, site.value, site.stmt, depth + 1)
+                                for site in stores)
+
+
+FRESH_TENSORS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"})
 
 
 def _project_function_graph_free(analysis, scope: Scope, call: ast.Call, stmt, depth: int) -> bool:

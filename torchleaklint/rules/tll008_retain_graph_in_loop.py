@@ -159,6 +159,9 @@ def _graph_family(analysis, scope, site, depth: int = 2):
                 value = getattr(d, "value", None)
                 if d.kind == "assign" and value is not None:
                     found |= {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+                if d.kind == "assign" and d.index is not None and isinstance(d.stmt, ast.Assign):
+                    # ``pred, features = netD(x, True)``: both outputs of one forward share its graph
+                    found |= {n.id for t in d.stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
         frontier = found - family
         family |= found
     return family - set(scope.params)
