@@ -90,6 +90,8 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
             frozen_here = True
     if frozen_here or _parameters_frozen(scope, module, stmt):
         return True
+    if module.startswith("self.") and scope.class_name and frozen_attribute(analysis, scope.class_name, module):
+        return True
     for d in analysis.flow.reaching(scope, module, stmt):
         node = d.value
         while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr != "deepcopy":
@@ -104,6 +106,52 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
 
 
 _CHAIN_METHODS = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half", "double"})
+_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
+
+
+def frozen_attribute(analysis, class_name: str, key: str) -> bool:
+    """Is the module the class keeps at ``key`` (``self.avgG``) frozen wherever it is set?
+    Every method that binds it freezes it afterwards (``for p in self.avgG.parameters():
+    p.requires_grad = False``), or binds it to itself wrapped or moved
+    (``nn.DataParallel(self.avgG)``, ``self.avgG.to(device)``), and nothing unfreezes it."""
+    memo = analysis.__dict__.setdefault("_frozen_attribute_memo", {})
+    if (class_name, key) not in memo:
+        memo[(class_name, key)] = _frozen_attribute(analysis, class_name, key)
+    return memo[(class_name, key)]
+
+
+def _frozen_attribute(analysis, class_name: str, key: str) -> bool:
+    methods = analysis.index.methods(class_name)
+    bound = False
+    for method in methods:
+        for call, _ in method.calls:
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_" \
+                    and _chain_root(call.func.value) == key and not _false(call.args[0] if call.args else None):
+                return False  # unfrozen by name
+        for node in ast.walk(method.node):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is True \
+                    and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets):
+                return False  # ``p.requires_grad = True`` somewhere in the class: not provably frozen
+        defs = [d for d in method.defs_of(key) if d.kind == "assign"]
+        for d in defs:
+            bound = True
+            if _rewraps(d.value, key):
+                continue
+            after = type("At", (), {"lineno": (method.node.end_lineno or d.stmt.lineno) + 1})()
+            if not (_parameters_frozen(method, key, after) or any(
+                    isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_"
+                    and _chain_root(call.func.value) == key and _false(call.args[0] if call.args else None)
+                    and call.lineno > d.stmt.lineno for call, _ in method.calls)):
+                return False
+    return bound
+
+
+def _rewraps(value, key: str) -> bool:
+    """``nn.DataParallel(self.avgG)`` or ``self.avgG.to(device)``: the same module again."""
+    if _chain_root(value) == key and value is not None and not isinstance(value, (ast.Name, ast.Attribute)):
+        return True
+    return (isinstance(value, ast.Call) and (dotted(value.func) or "").rsplit(".", 1)[-1] in _WRAPPERS
+            and bool(value.args) and dotted(value.args[0]) == key)
 
 
 def _chain_root(node) -> Optional[str]:

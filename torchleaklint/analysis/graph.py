@@ -347,6 +347,13 @@ class GraphOracle:
             return loss
         module = self.kinds.module_call(call, scope, stmt)
         if module is not None:
+            if self._frozen(call, scope, stmt):
+                # A frozen module records a graph only through its inputs
+                for arg in list(call.args) + [k.value for k in call.keywords]:
+                    ev = self._expr(arg, scope, stmt, bindings, depth)
+                    if ev is not None:
+                        return ev
+                return None
             return module
         summary = self.kinds.call_summary(call, scope, stmt, 0, oracle=self)
         if summary is not None:
@@ -377,6 +384,16 @@ class GraphOracle:
                         return replace(ev, scalar=False)
                     return None
         return None
+
+    def _frozen(self, call, scope: Scope, stmt) -> bool:
+        """Is the called module frozen (``requires_grad_(False)``, its parameters' flags
+        cleared) where this call runs?"""
+        name = dotted(call.func)
+        if name is None:
+            return False
+        from .forward_input import frozen_module
+
+        return frozen_module(self.analysis, scope, name, stmt)
 
     def _passed_objects(self, func, scope: Scope) -> bool:
         """Is the callee a parameter for which every caller passes a project object with a
