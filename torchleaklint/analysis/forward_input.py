@@ -165,13 +165,18 @@ def _parameters_frozen(scope: Scope, module: str, stmt) -> bool:
     """``for p in module.parameters(): p.requires_grad = False`` before ``stmt``, with no
     test around the assignment."""
     for loop in scope.loops:
-        if not isinstance(loop, ast.For) or loop.lineno >= stmt.lineno or not isinstance(loop.target, ast.Name):
+        if not isinstance(loop, ast.For) or loop.lineno >= stmt.lineno:
             continue
         it = loop.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"
-                and dotted(it.func.value) == module):
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+                and it.func.attr in ("parameters", "named_parameters") and dotted(it.func.value) == module):
             continue
-        name = loop.target.id
+        target = loop.target
+        if it.func.attr == "named_parameters" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            target = target.elts[1]  # ``for name, p in net.named_parameters():``
+        if not isinstance(target, ast.Name):
+            continue
+        name = target.id
         for body_stmt in loop.body:
             if isinstance(body_stmt, ast.Assign) and _false(body_stmt.value) and any(
                     isinstance(t, ast.Attribute) and t.attr == "requires_grad" and dotted(t.value) == name

@@ -151,11 +151,12 @@ class ObjectKinds:
     def _used_as_module(self, key, scope) -> Optional[str]:
         """``key.eval()``, ``key.parameters()``… only nn.Modules have these methods."""
         memo = self.__dict__.setdefault("_module_use", {})
-        cache = memo.get(id(scope.node))
+        shared = key.startswith("self.") and scope.class_name is not None
+        cache = memo.get((id(scope.node), shared))
         if cache is None:
             cache = {}
             scopes = [scope]
-            if scope.class_name:
+            if shared:  # object state is shared by the methods; a local name is the function's own
                 scopes = self.index.methods(scope.class_name) or [scope]
             for other in scopes:
                 for call, _ in other.calls:
@@ -168,7 +169,7 @@ class ObjectKinds:
                         owner = dotted(target)
                         if owner and owner not in cache:
                             cache[owner] = f"`{owner}.{func.attr}()` is called at line {call.lineno}"
-            memo[id(scope.node)] = cache
+            memo[(id(scope.node), shared)] = cache
         if key.startswith("self.") or scope.class_name is None:
             return cache.get(key)
         return cache.get(key) if any(key == c for c in cache) else None
@@ -325,6 +326,10 @@ class ObjectKinds:
         kind = self.kind_of(func, scope, stmt)
         if kind is not None and kind.by_attribute_name and not (call.args or call.keywords):
             return None  # ``module.module()``: a forward takes inputs; a name-only guess needs them
+        if kind is not None and kind.strength == CONVENTION and isinstance(func, ast.Attribute) \
+                and _self_attribute(func) and scope.class_name and self.project is not None \
+                and self.project.methods_in_hierarchy(self.index.module_name, scope.class_name, func.attr):
+            return None  # ``self.describe_network(net)``: a method of the class, not a submodule
         if kind is not None and kind.kind == "module":
             if kind.strength == CONVENTION and isinstance(func, ast.Attribute) and not _self_attribute(func):
                 base = self.kind_of(func.value, scope, stmt)

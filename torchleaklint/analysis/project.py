@@ -383,6 +383,10 @@ class ProjectIndex:
                 return [FunctionRef(mod, qual)]
             for base in table.classes.get(cls, []):
                 found = self.resolve_class(mod, base)
+                if found is None and "." in base:  # bases are kept qualified: ``models.model_base.ModelBase``
+                    found = self.resolve_symbol(base)
+                    if found is not None and found[1] not in self.tables[found[0]].classes:
+                        found = None
                 if found:
                     todo.append(found)
         return []

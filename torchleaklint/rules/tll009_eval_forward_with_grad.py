@@ -395,7 +395,9 @@ def evaluate(model, loader):
                 if evidence is not None:
                     yield stmt, evidence, False
                 continue
-            dropped = isinstance(stmt, ast.Expr) and stmt.value is call
+            dropped = (isinstance(stmt, ast.Expr) and stmt.value is call) or (
+                isinstance(stmt, ast.Assign) and stmt.value is call
+                and all(isinstance(t, ast.Name) and t.id == "_" for t in stmt.targets))  # ``_ = model(dummy)``
             evidence = kinds.module_call(call, scope, stmt)
             direct = evidence is not None
             if direct and dropped:
