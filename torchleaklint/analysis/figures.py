@@ -193,6 +193,10 @@ def _fixed_items(analysis, loop) -> bool:
     if isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and not items.args \
             and items.func.attr in ("items", "keys", "values"):
         items = items.func.value
+    if isinstance(items, ast.Subscript) and isinstance(items.slice, ast.Slice):
+        items = items.value  # ``DATASETS[-2:]``: a slice of a fixed collection is fixed
+    if _submodules(analysis, loop, items):
+        return True  # ``for cnf in model.chain``: the model's own layers, fixed by its architecture
     if isinstance(items, ast.Name):
         defs = analysis.index.module_scope.defs_of(items.id)
         if len(defs) != 1 or defs[0].kind != "assign" or any(items.id in s.defs for s in analysis.index.scopes
@@ -208,6 +212,22 @@ def _fixed_items(analysis, loop) -> bool:
     if isinstance(items, ast.Dict):
         return len(items.keys) <= FEW and None not in items.keys
     return False
+
+
+def _submodules(analysis, loop, items) -> bool:
+    """``model.chain``, ``model.children()``, ``self.blocks``: the layers of a module."""
+    if isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and not items.args \
+            and items.func.attr in ("children", "modules"):
+        owner = items.func.value
+    elif isinstance(items, ast.Attribute):
+        owner = items.value
+    else:
+        return False
+    ctx = analysis.index.ctx(loop)
+    if ctx is None:
+        return False
+    kind = analysis.graph.kinds.kind_of(owner, ctx.scope, loop)
+    return kind is not None and kind.kind == "module" and kind.strength != "convention"
 
 
 def _creating_loop(analysis, stmt):
@@ -285,7 +305,11 @@ def run_once(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
     project = analysis.project
     if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
         return None
-    sites = project.call_sites_of(analysis.index.module_name, scope.name)
+    me = analysis.index.module_name
+    sites = project.call_sites_of(me, scope.name)
+    # another script's function of the same name (every script's ``main``): its calls are its own
+    sites = [site for site in sites if site[0] == me or scope.name not in (
+        project.tables[site[0]].functions if site[0] in project.tables else ())]
     if not sites or len(sites) > 8:
         return None
     own = 0
@@ -295,9 +319,6 @@ def run_once(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
         if caller_analysis is None:
             return None
         top = caller_analysis.index.module_scope
-        if caller_analysis is not analysis and any(s.parent is top and s.is_function and s.name == scope.name
-                                                   for s in caller_analysis.index.scopes):
-            continue  # another script's function of the same name: its calls are its own
         own += 1
         caller_scope = top
         functions = [s for s in caller_analysis.index.scopes if s.is_function and s.qualname == caller]
@@ -317,10 +338,35 @@ def run_once(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
             if name != scope.name:
                 continue
             ctx = caller_analysis.index.ctx(stmt)
-            if ctx is None or ctx.loops:
-                return None
-    if not own or own > 4:
+            if ctx is None or repeating_loops(caller_analysis, ctx):
+                return None  # a loop over a short literal (``for split in ("train", "test")``) is a fixed count
+    if not own or own > 8:
         return None
     if via is not None:
         return f"`{scope.name}` is only called once, from `{via}`, which runs once at module level"
     return f"`{scope.name}` is only called once, at module level"
+
+
+def never_called(analysis, scope: Scope) -> Optional[str]:
+    """A module-level function of a script (a module with an ``if __name__ == "__main__":``
+    block) that nothing in the linted files calls or names: dead code, or a helper whose
+    only calls are commented out. No repetition of it is in view."""
+    project = analysis.project
+    if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
+        return None
+    if project.call_sites(scope.name) or not _is_script(analysis.index.tree):
+        return None  # a library's helper is called by its users, whom the linted files may not hold
+    for node in ast.walk(analysis.index.tree):
+        if isinstance(node, ast.Name) and node.id == scope.name:
+            return None  # handed on as a value (a callback, a registry entry)
+        if isinstance(node, ast.Attribute) and node.attr == scope.name:
+            return None
+    return f"nothing in the linted files calls `{scope.name}`"
+
+
+def _is_script(tree) -> bool:
+    for stmt in tree.body:
+        if isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare) \
+                and any(isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(stmt.test)):
+            return True
+    return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.figures import (LEFT_FOR_CALLER, closed_after_loop, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
-                                pyplot_alias, repeating_loops, returns_figure, run_once)
+                                never_called, pyplot_alias, repeating_loops, returns_figure, run_once)
 from ..analysis.module_index import enclosing_block, expr_keys
 from ..analysis.summaries import summary_for
 from ..diagnostics import SAFE, Edit, Fix
@@ -111,8 +111,8 @@ def plot(values, path):
                     repeats = repeating_loops(analysis, sctx)
                     if not scope.is_function and not repeats:
                         continue  # one figure in a script is not a leak
-                    if not repeats and run_once(analysis, scope):
-                        continue  # nor is one made by a function the script calls once
+                    if not repeats and (run_once(analysis, scope) or never_called(analysis, scope)):
+                        continue  # nor is one made by a function the script calls once, or never
                     disposed = disposal(analysis, scope, site.names, site.stmt, site.many) \
                         or closed_by_callers(analysis, scope)
                     leaky_exit = early_exit(analysis, scope, site, disposed)
