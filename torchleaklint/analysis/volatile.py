@@ -17,11 +17,21 @@ def volatile_input(analysis, scope):
     flag (``get_batch(data, i, evaluation=True)`` building ``Variable(x, volatile=evaluation)``)."""
     for call, stmt in scope.calls:
         for keyword in call.keywords:
-            if keyword.arg == "volatile" and _true(keyword.value):
+            if keyword.arg == "volatile" and _maybe_true(keyword.value):
                 return call
+            if keyword.arg is None and isinstance(keyword.value, ast.Dict) and any(
+                    isinstance(k, ast.Constant) and k.value == "volatile" and _maybe_true(v)
+                    for k, v in zip(keyword.value.keys, keyword.value.values)):
+                return call  # ``Variable(x, **{'volatile': not train})``
         if _volatile_through_helper(analysis, scope, call, stmt):
             return call
     return None
+
+
+def _maybe_true(node) -> bool:
+    """``True``, or a value computed at run time (``volatile=not train``): the code ties
+    graph building to it, so a graph is not proven."""
+    return not (isinstance(node, ast.Constant) and not node.value)
 
 
 def _true(node) -> bool:

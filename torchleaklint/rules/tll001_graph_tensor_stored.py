@@ -13,6 +13,7 @@ from ..analysis.loops import function_calls_backward, loop_calls_backward
 from ..analysis.stepped_state import module_method
 from ..analysis.stores import all_stores
 from ..analysis.uses import classify_uses
+from ..analysis.volatile import volatile_input
 from .base import Invalid, Rule, RuleContext
 from .detach_fix import FIX_STYLES, build_fix, carrying_parts
 
@@ -160,6 +161,8 @@ for x in batches:
         analysis = ctx.analysis
         graph = analysis.graph
         for scope in analysis.index.scopes:
+            if volatile_input(analysis, scope) is not None:
+                continue  # inputs built volatile (PyTorch before 0.4): its forwards record no graph
             for site in all_stores(analysis, scope):
                 if site.how == "setitem" and (isinstance(site.key_expr, ast.Constant)
                                               or _key_of_mapping_loop(analysis, site)):

@@ -8,6 +8,7 @@ from typing import List, Optional
 from ..analysis.graph import CONVENTION
 from ..analysis.lifetimes import legitimate_keep, outlives_iteration
 from ..analysis.sampled_store import consumed_store
+from ..analysis.volatile import volatile_input
 from ..analysis.module_index import container_key
 from ..analysis.names import dotted
 from ..analysis.summaries import argument_for, summary_for
@@ -130,6 +131,8 @@ print(total_loss / len(loader))
             return
         analysis = ctx.analysis
         for scope in analysis.index.scopes:
+            if volatile_input(analysis, scope) is not None:
+                continue  # inputs built volatile (PyTorch before 0.4): its forwards record no graph
             for stmt in scope.statements:
                 found = self._accumulation(stmt)
                 if found is not None:
