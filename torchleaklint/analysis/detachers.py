@@ -11,7 +11,7 @@ DETACH_METHODS = frozenset({"item", "tolist", "numpy", "detach", "detach_", "siz
                             "asnumpy", "cpu_numpy", "multinomial", "bernoulli", "bernoulli_"})
 # Draws from a ``torch.distributions`` object carry no graph (``rsample`` does).
 DISTRIBUTION_DRAWS = frozenset({"sample", "sample_n", "enumerate_support"})
-NON_CARRYING_ATTRS = frozenset({"shape", "dtype", "device", "grad", "data", "requires_grad",
+NON_CARRYING_ATTRS = frozenset({"shape", "dtype", "device", "grad", "data", "requires_grad", "param_groups",
                                 "is_leaf", "ndim", "grad_fn", "layout", "is_cuda", "names",
                                 "output_nr", "_version", "is_sparse", "itemsize", "nbytes", "batch_size",
                                 "size_", "ndims"})

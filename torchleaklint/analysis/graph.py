@@ -332,6 +332,8 @@ class GraphOracle:
                 return None
         if qual.startswith(NUMERIC_NAMESPACES) or qual.split(".")[0] in ("numpy", "math", "statistics"):
             return None
+        if qual.startswith(("torch.optim.", "torch.utils.data.")):
+            return None  # an optimizer, scheduler or loader object, not a tensor
         if isinstance(func, ast.Attribute):
             method = func.attr
             if method in DETACH_METHODS:

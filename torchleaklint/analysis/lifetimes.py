@@ -93,7 +93,7 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
         return None
     # The value escapes every loop between the store and the container's creation.
     outside = [d for d in reaching if not contains(loop, d.stmt)] or reaching
-    if steps_between_refills(analysis, scope, ctx.loops, outside):
+    if steps_between_refills(analysis, scope, ctx.loops, outside, stmt):
         return None
     # A loop whose iterations re-create the value only sometimes (``if n % log_every == 0:
     # total = 0``) does not bound it: the value still spans several of its iterations.
@@ -105,7 +105,7 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
                   escaped[0] if escaped else loop)
 
 
-def steps_between_refills(analysis, scope: Scope, loops, defs) -> bool:
+def steps_between_refills(analysis, scope: Scope, loops, defs, stmt=None) -> bool:
     """Is the container re-created at the head of a loop whose every iteration is a
     training step of its own? ``for batch in loader: d_losses = []`` filled by an inner
     ``for _ in range(n_critic)`` and followed by ``g_loss.backward()`` in the batch loop:
@@ -115,7 +115,10 @@ def steps_between_refills(analysis, scope: Scope, loops, defs) -> bool:
     every step of the epoch and stays reported."""
     refill = None
     for outer in loops:
-        if all(contains(outer, d.stmt) and every_iteration(analysis, d.stmt, outer) for d in defs):
+        # re-created on every iteration, or at least on every one that stores into it (both
+        # under the same ``if``): the store never sees an earlier iteration's container
+        if all(contains(outer, d.stmt) and (every_iteration(analysis, d.stmt, outer) or (
+                stmt is not None and analysis.flow.dominates(d, stmt))) for d in defs):
             refill = outer
     if refill is None or refill is loops[-1]:
         return False
