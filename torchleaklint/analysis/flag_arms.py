@@ -52,28 +52,31 @@ def skipped_backward(analysis, scope: Scope, bindings: Dict[str, object], points
     out, the test that rules the first one out; else None."""
     if not points or not bindings:
         return None
-    index = analysis.index
     found: List[SkippedBackward] = []
     for call, _ in points:
-        ctx = index.ctx(_stmt_of(scope, call))
-        if ctx is None:
-            return None
-        skipped = None
-        for block in ctx.blocks:
-            owner = getattr(block, "owner", None)
-            if not isinstance(owner, ast.If):
-                continue
-            truth = _evaluate(owner.test, bindings)
-            if truth is _UNKNOWN:
-                continue
-            in_body = any(contains(s, call) for s in owner.body)
-            if truth is not in_body:  # the arm holding the backward is never taken
-                skipped = owner.test
-                break
+        skipped = ruled_out_by(analysis, _stmt_of(scope, call), call, bindings)
         if skipped is None:
             return None
         found.append(SkippedBackward(_describe(skipped, bindings), skipped, skipped.lineno))
     return found[0]
+
+
+def ruled_out_by(analysis, stmt, node, bindings: Dict[str, object]):
+    """The ``if`` test that, under ``bindings``, never takes the arm holding ``node``."""
+    ctx = analysis.index.ctx(stmt) if stmt is not None else None
+    if ctx is None:
+        return None
+    for block in ctx.blocks:
+        owner = getattr(block, "owner", None)
+        if not isinstance(owner, ast.If):
+            continue
+        truth = _evaluate(owner.test, bindings)
+        if truth is _UNKNOWN:
+            continue
+        in_body = any(contains(s, node) for s in owner.body)
+        if truth is not in_body:  # the arm holding it is never taken
+            return owner.test
+    return None
 
 
 def _stmt_of(scope: Scope, call):
@@ -162,3 +165,38 @@ def grad_switched_by(scope: Scope, stmt, bindings: Dict[str, object]) -> bool:
                     or ("set_grad_enabled" in calls):
                 return True
     return False
+
+
+def phase_values(analysis, scope: Scope, loop) -> Optional[List[object]]:
+    """The constants a ``for phase in ["train", "valid"]`` loop runs through (also through
+    a name bound once to such a list, concatenations of literal lists included), or None."""
+    if not isinstance(loop, ast.For) or not isinstance(loop.target, ast.Name):
+        return None
+    items = loop.iter
+    if isinstance(items, ast.Name):
+        defs = analysis.flow.reaching(scope, items.id, loop)
+        if len(defs) != 1 or defs[0].kind != "assign" or defs[0].index is not None:
+            return None
+        items = defs[0].value
+    values = _literal_items(items)
+    if not values or any(d.stmt is not loop for d in scope.defs_of(loop.target.id) if contains(loop, d.stmt)):
+        return None  # rebound inside the loop: the test may not see the phase
+    return values
+
+
+def _literal_items(node) -> Optional[List[object]]:
+    if isinstance(node, (ast.List, ast.Tuple)):
+        if not node.elts or not all(isinstance(e, ast.Constant) for e in node.elts):
+            return None
+        return [e.value for e in node.elts]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal_items(node.left), _literal_items(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.IfExp):  # ``(["test"] if args.test else [])``
+        body, orelse = _literal_items(node.body), _literal_items(node.orelse)
+        if body is None and isinstance(node.body, (ast.List, ast.Tuple)) and not node.body.elts:
+            body = []
+        if orelse is None and isinstance(node.orelse, (ast.List, ast.Tuple)) and not node.orelse.elts:
+            orelse = []
+        return None if body is None or orelse is None else body + orelse
+    return None

@@ -9,7 +9,7 @@ from ..analysis.backward_reach import gradient_points, gradient_reaching
 from ..analysis.dropped_results import callers_drop_graph
 from ..analysis.eval_callers import evaluation_callers
 from ..analysis.eval_mode import eval_mode_call, eval_mode_calls
-from ..analysis.flag_arms import flag_bindings, grad_switched_by, skipped_backward
+from ..analysis.flag_arms import flag_bindings, grad_switched_by, phase_values, ruled_out_by, skipped_backward
 from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
 from ..analysis.forward_input import frozen_module
 from ..analysis.graph import STRONG
@@ -63,7 +63,9 @@ class EvalForwardWithGrad(Rule):
     out every backward pass in it (`run_epoch(valid_loader, model, ..., mode="eval")` where
     the backward sits under `if mode == "train":`, `self.iteration(loader, train=False)`),
     with grad on: the arms are decided from the constants the call passes or the
-    parameters' defaults, and a `with torch.set_grad_enabled(train):` (or any grad context
+    parameters' defaults (also for the phases of `for split in ["train", "valid"]:` around
+    the batch loop, when the backward sits under `if split == "train":`), and a
+    `with torch.set_grad_enabled(train):` (or any grad context
     the flag computes) around the forward keeps it quiet. A module frozen before the
     forward (`net.requires_grad_(False)`, `p.requires_grad = False` for its parameters, a
     deep copy of a frozen module), or a forward whose output reaches `.numpy()` with no
@@ -173,6 +175,7 @@ def evaluate(model, loader):
             return  # a test runs its forwards once (``tools/test_net.py``, a script, is not one)
         for scope in analysis.index.scopes:
             yield from self._flag_skips_backward(ctx, scope)
+            yield from self._phase_skips_backward(ctx, scope)
             found = self._evaluation_forward(analysis, scope)
             if isinstance(found, str):
                 continue  # why not: kept as text for debugging the analysis
@@ -237,6 +240,55 @@ def evaluate(model, loader):
                      f"no gradient: `{ast.unparse(skipped.test)}` is false for {skipped.flags}",
                      "grad mode: no `no_grad`/`inference_mode` around the call, and no caller disables grad"]
             yield self.diagnostic(ctx, stmt, message, None, notes)
+
+    def _phase_skips_backward(self, ctx, scope):
+        """``for split in ["train", "valid"]:`` around a loop over batches whose backward sits
+        under ``if split == "train":``: the other phases run every forward with grad on."""
+        analysis = ctx.analysis
+        if not scope.is_function or not scope.loops or analysis.grad.scope_off(scope):
+            return
+        points = gradient_points(analysis, scope)
+        if not points:
+            return
+        for loop in scope.loops:
+            values = phase_values(analysis, scope, loop)
+            if not values:
+                continue
+            inside = [p for p in points if contains(loop, p[0])]
+            if not inside or len(inside) != len(points):
+                continue  # a backward elsewhere in the function may use these forwards
+            name = loop.target.id
+            for value in dict.fromkeys(values):
+                skipped = skipped_backward(analysis, scope, {name: value}, inside)
+                if skipped is None:
+                    continue
+                forward = self._phase_forward(analysis, scope, loop, {name: value})
+                if forward is None:
+                    break
+                stmt, evidence = forward
+                message = (f"`{scope.name}`: in the `{name} = {value!r}` iterations of the loop at line {loop.lineno}, every backward "
+                           f"pass is skipped (`{ast.unparse(skipped.test)}` at line {skipped.line}) while this forward "
+                           f"runs with autograd recording, once per batch: its activations are kept for a backward "
+                           f"pass that never uses them")
+                notes = [f"forward: {evidence.describe()}",
+                         f"no gradient: `{ast.unparse(skipped.test)}` is false for {name}={value!r}",
+                         "grad mode: no `no_grad`/`inference_mode`/`set_grad_enabled` for that phase"]
+                yield self.diagnostic(ctx, stmt, message, None, notes)
+                break
+
+    def _phase_forward(self, analysis, scope, loop, bindings):
+        """The first forward of the phase loop, in a loop nested in it (the batches)."""
+        index = analysis.index
+        for stmt, evidence, direct in self._forwards(analysis, scope):
+            ctx = index.ctx(stmt)
+            if not direct or loop not in ctx.loops or ctx.loops[-1] is loop:
+                continue  # a forward of the batches inside the phase loop
+            if ruled_out_by(analysis, stmt, stmt, bindings) is not None:
+                continue  # ``if phase == "train": out = model(x)``: not run in this phase
+            if grad_switched_by(scope, stmt, bindings):
+                return None  # ``with torch.set_grad_enabled(phase == "train"):``
+            return stmt, evidence
+        return None
 
     def _evaluation_forward(self, analysis, scope):
         """(name, why it is evaluation, statement, evidence) of the evaluation forward the
