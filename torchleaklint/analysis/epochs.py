@@ -38,3 +38,41 @@ def _registers_epoch_event(call: ast.Call) -> bool:
         event = event.func  # ``Events.EPOCH_COMPLETED(every=2)``
     name = (dotted(event) or "").rsplit(".", 1)[-1]
     return name.startswith("EPOCH_")
+
+
+MAX_DEPTH = 3
+
+
+def called_per_epoch(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
+    """Every call of the function in the linted files runs once per epoch: from a function
+    that runs per epoch (or is itself called only from such functions), outside loops
+    there. ``TerminalTablePrinter.print_tabular`` called by ``Logger.dump_tabular``,
+    called by ``_end_epoch``."""
+    from .eval_callers import scope_of_caller
+    from .module_index import calls_named
+    from .project import MAX_CALL_SITES
+
+    project = analysis.project
+    if project is None or not scope.is_function or depth >= MAX_DEPTH or scope.name.startswith("__"):
+        return None
+    sites = project.call_sites(scope.name)
+    if not sites or len(sites) > MAX_CALL_SITES:
+        return None
+    why = None
+    for module, caller, _ in dict.fromkeys(sites):
+        found = scope_of_caller(project, module, caller)
+        if found is None:
+            return None
+        caller_analysis, caller_scope = found
+        if caller_scope is scope or not caller_scope.is_function:
+            return None
+        for _, stmt in calls_named(caller_scope, scope.name):
+            ctx = caller_analysis.index.ctx(stmt)
+            if ctx is None or ctx.loops:
+                return None
+        reason = runs_per_epoch(caller_analysis, caller_scope) or called_per_epoch(caller_analysis, caller_scope,
+                                                                                    depth + 1)
+        if reason is None:
+            return None
+        why = why or f"`{scope.name}` is called only from `{caller_scope.name}`, and {reason}"
+    return why

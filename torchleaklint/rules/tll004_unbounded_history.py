@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
-from ..analysis.epochs import runs_per_epoch
+from ..analysis.epochs import called_per_epoch, runs_per_epoch
 from ..analysis.hook_buffers import hook_buffers
 from ..analysis.instance_lifetime import built_per_call, short_lived
 from ..analysis.names import dotted, words
@@ -198,7 +198,8 @@ class Agent:
                 continue
             if _periodic(analysis, stmt) or setup_only(analysis, scope) or _sibling_len_check(analysis, scope, key):
                 continue
-            if not analysis.index.ctx(stmt).loops and runs_per_epoch(analysis, scope):
+            if not analysis.index.ctx(stmt).loops and (runs_per_epoch(analysis, scope)
+                                                       or called_per_epoch(analysis, scope)):
                 continue  # one entry per epoch: bounded by the epoch count the run sets
             fix = None if nested else self._fix(ctx, key, creation)
             grows = f"one of the lists in `{key}`" if nested else f"`{key}`"

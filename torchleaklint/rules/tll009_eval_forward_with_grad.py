@@ -19,6 +19,7 @@ from ..analysis.module_index import LOOP_TYPES, contains
 from ..analysis.names import dotted, words
 from ..analysis.numpy_proof import read_as_numpy
 from ..analysis.parameterless import called_class, holds_no_parameters
+from ..analysis.reachability import unreachable
 from ..analysis.repetition import setup_only
 from ..analysis.summaries import short_path
 from ..analysis.volatile import volatile_input
@@ -218,7 +219,7 @@ def evaluate(model, loader):
             if found is None:
                 continue
             callee_analysis, callee = found
-            if callee is scope or callee_analysis.grad.scope_off(callee):
+            if callee is scope or callee_analysis.grad.scope_off(callee) or volatile_input(callee_analysis, callee):
                 continue
             bindings = {name: value for name, value in flag_bindings(call, callee).items()
                         if all(d.kind == "param" for d in callee.defs_of(name))}
@@ -447,6 +448,8 @@ def evaluate(model, loader):
                 if evidence is not None:
                     yield stmt, evidence, False
                 continue
+            if unreachable(scope.node, stmt):
+                continue  # after an unconditional ``return``: never runs
             dropped = (isinstance(stmt, ast.Expr) and stmt.value is call) or (
                 isinstance(stmt, ast.Assign) and stmt.value is call
                 and all(isinstance(t, ast.Name) and t.id == "_" for t in stmt.targets))  # ``_ = model(dummy)``
