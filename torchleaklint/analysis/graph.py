@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, Optional
 
 from .elementwise import rebound_elementwise
+from .keyed_outputs import GRAPH_FREE, keyed_output
 from .module_index import Def, Scope
 from .names import FUNCTIONAL_LOSSES, dotted, last_name, looks_like_loss_name
 from .detachers import (COPYING_BUILTINS, DETACH_BUILTINS, DETACH_METHODS, DISTRIBUTION_DRAWS,  # noqa: F401
@@ -189,6 +190,12 @@ class GraphOracle:
         if isinstance(expr, ast.Subscript):
             if rebound_elementwise(self, expr.value, scope, stmt):
                 return None  # ``for i in range(len(xs)): xs[i] = xs[i].detach()`` before this read
+            if isinstance(expr.slice, ast.Constant) and isinstance(expr.value, ast.Name):
+                entry = keyed_output(self, expr, scope, stmt)  # ``model_out["reward"]`` from its forward
+                if entry is GRAPH_FREE:
+                    return None
+                if entry is not None:
+                    return entry
             return self._expr(expr.value, scope, stmt, bindings, nxt)
         if isinstance(expr, ast.Starred):
             return self._expr(expr.value, scope, stmt, bindings, nxt)

@@ -1,0 +1,126 @@
+"""One entry of the dict a project module's ``forward`` returns.
+
+``model_out = lw_model(fc, att, labels)`` then ``history[i] = model_out["reward"].mean()``:
+the module's output as a whole carries a graph (its ``"loss"``), but the forward builds
+``out["reward"]`` from ``torch.from_numpy(...)``. What the entry holds is read from the
+forward itself, when every return there is that dict (or a dict literal) and every store
+of the key is visible.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional, Tuple
+
+from .module_index import Scope
+from .names import dotted
+
+GRAPH_FREE = object()  # the entry is proven to hold no graph
+_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
+
+
+def keyed_output(oracle, expr: ast.Subscript, scope: Scope, stmt):
+    """Evidence for ``out["key"]`` from the forward that built ``out``, ``GRAPH_FREE``, or
+    None when the forward does not say."""
+    key = expr.slice.value if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str) else None
+    name = dotted(expr.value)
+    project = oracle.analysis.project
+    if key is None or name is None or project is None:
+        return None
+    defs = oracle.analysis.flow.reaching(scope, name, stmt)
+    if not defs or any(d.kind != "assign" or d.index is not None or not isinstance(d.value, (ast.Call, ast.Dict))
+                       for d in defs):
+        return None
+    found = None
+    for d in defs:
+        if isinstance(d.value, ast.Dict):  # ``out = {"loss": ..., "reward": ...}`` in another branch
+            entry = _literal_entry(oracle.analysis, d.value, d.stmt, key)
+        else:
+            forward = _forward_of(oracle, d.value, scope, d.stmt)
+            if forward is None:
+                return None
+            entry = _entry(forward, key)
+        if entry is None:
+            return None
+        if entry is not GRAPH_FREE:
+            return entry
+        found = GRAPH_FREE
+    return found
+
+
+def _forward_of(oracle, call: ast.Call, scope: Scope, stmt) -> Optional[Tuple[object, Scope]]:
+    kinds = oracle.kinds
+    project = oracle.analysis.project
+    func = call.func
+    kind = kinds.kind_of(func, scope, stmt)
+    if kind is not None and kind.class_ref is None:
+        inner = _unwrapped(oracle, func, scope, stmt)  # ``dp_model = nn.DataParallel(lw_model)``
+        kind = kinds.kind_of(inner, scope, stmt) if inner is not None else None
+    if kind is None or kind.class_ref is None or not kind.is_module:
+        return None
+    refs = project.methods_in_hierarchy(kind.class_ref[0], kind.class_ref[1], "forward")
+    if len(refs) != 1:
+        return None
+    return project.scope_for(refs[0])
+
+
+def _unwrapped(oracle, func, scope: Scope, stmt):
+    key = dotted(func)
+    if key is None:
+        return None
+    defs = oracle.analysis.flow.reaching(scope, key, stmt)
+    if len(defs) != 1 or not isinstance(defs[0].value, ast.Call):
+        return None
+    value = defs[0].value
+    if (dotted(value.func) or "").rsplit(".", 1)[-1] in _WRAPPERS and value.args:
+        return value.args[0]
+    return None
+
+
+def _entry(forward, key: str):
+    from .stores import stores_into
+
+    analysis, scope = forward
+    values = []
+    for expr in scope.returns:
+        stmt = next((s for s in scope.statements if isinstance(s, ast.Return) and s.value is expr), None)
+        if stmt is None:
+            return None
+        if isinstance(expr, ast.Dict):
+            matches = [v for k, v in zip(expr.keys, expr.values) if isinstance(k, ast.Constant) and k.value == key]
+            if len(matches) != 1 or None in expr.keys:
+                return None
+            values.append((matches[0], stmt))
+        elif isinstance(expr, ast.Name):
+            defs = analysis.flow.reaching(scope, expr.id, stmt)
+            if not defs or any(d.kind != "assign" or not _empty_dict(d.value) for d in defs):
+                return None
+            stores = [s for s in stores_into(analysis, scope, expr.id)]
+            if any(s.how != "setitem" or not isinstance(s.key_expr, ast.Constant) for s in stores):
+                return None  # ``out.update(...)``, a computed key: not every entry is in view
+            keyed = [s for s in stores if s.key_expr.value == key]
+            if not keyed:
+                return None
+            values.extend((s.value, s.stmt) for s in keyed)
+        else:
+            return None
+    if not values:
+        return None
+    for value, at in values:
+        ev = analysis.graph.carrying(value, at)
+        if ev is not None:
+            return ev
+    return GRAPH_FREE
+
+
+def _literal_entry(analysis, value: ast.Dict, stmt, key: str):
+    matches = [v for k, v in zip(value.keys, value.values) if isinstance(k, ast.Constant) and k.value == key]
+    if len(matches) != 1 or None in value.keys:
+        return None
+    return analysis.graph.carrying(matches[0], stmt) or GRAPH_FREE
+
+
+def _empty_dict(value) -> bool:
+    return (isinstance(value, ast.Dict) and not value.keys) or (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict"
+        and not value.args and not value.keywords)
