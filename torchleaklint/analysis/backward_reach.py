@@ -58,6 +58,9 @@ def _unresolved_training_method(project, call) -> bool:
     func = call.func
     if not isinstance(func, ast.Attribute) or not (call.args or call.keywords):
         return False
+    if len(call.args) == 1 and not call.keywords and isinstance(call.args[0], ast.Constant) \
+            and isinstance(call.args[0].value, bool):
+        return False  # ``net.train(True)``: nn.Module's mode switch
     refs = [r for r in project.functions_named(func.attr) if "." in r.qualname]
     return 0 < len(refs) <= MAX_TARGETS and all(project.calls_backward(r) for r in refs)
 

@@ -134,8 +134,9 @@ def clone(self):
                     own = [d for d in scope.defs_of(site.container) if d.kind == "aug"]
                     escape = outlives_iteration(analysis, scope, stmt, site.container, own_defs=own)
                     if escape is None or product_of_call(scope, site.container) \
-                            or per_round_working_set(analysis, scope, stmt, site.container):
-                        continue  # snapshots the caller reads, or one round's working set
+                            or per_round_working_set(analysis, scope, stmt, site.container) \
+                            or _snapshots_read_after(analysis, scope, site.container, escape.loop):
+                        continue  # snapshots the caller reads, one round's working set, or restored below
                     fix = None
                     if what == "a state dict":
                         arg = ctx.text_of(call.args[0])
@@ -311,3 +312,21 @@ def _constant_key(expr) -> bool:
     if isinstance(expr, ast.UnaryOp):
         expr = expr.operand
     return isinstance(expr, ast.Constant)
+
+
+def _snapshots_read_after(analysis, scope, container: str, loop) -> bool:
+    """``models_temp = []`` filled with one copy per client, then read item by item after
+    that loop (``clone_model(models_temp[i], c.model)``): snapshots taken to be restored,
+    held for one call of a function that is not itself in a loop here."""
+    if "." in container or loop is None or not scope.is_function:
+        return False
+    defs = [d for d in scope.defs_of(container) if d.kind == "assign"]
+    if not defs or any(analysis.index.ctx(d.stmt) is None or analysis.index.ctx(d.stmt).loops for d in defs):
+        return False  # created once per call, outside any loop of the function
+    end = loop.end_lineno or loop.lineno
+    for node in ast.walk(scope.node):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == container \
+                and isinstance(node.ctx, ast.Load) and node.lineno > end:
+            return True
+    return False
+
