@@ -212,6 +212,9 @@ def evaluate(model, loader):
                 continue
             if not any(isinstance(a, ast.Constant) for a in list(call.args) + [k.value for k in call.keywords]):
                 continue  # the arms are decided by a constant the call passes
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+            if name is None or index.imports.qualname(call.func) is not None or not project.functions_named(name):
+                continue  # a library call, or no project function of that name
             refs = kinds.resolve_functions(call.func, scope, stmt)
             if len(refs) != 1:
                 continue
@@ -246,15 +249,15 @@ def evaluate(model, loader):
         """``for split in ["train", "valid"]:`` around a loop over batches whose backward sits
         under ``if split == "train":``: the other phases run every forward with grad on."""
         analysis = ctx.analysis
-        if not scope.is_function or not scope.loops or analysis.grad.scope_off(scope):
+        if not scope.is_function or not scope.loops:
+            return
+        phases = [(loop, values) for loop in scope.loops for values in [phase_values(analysis, scope, loop)] if values]
+        if not phases or analysis.grad.scope_off(scope):
             return
         points = gradient_points(analysis, scope)
         if not points:
             return
-        for loop in scope.loops:
-            values = phase_values(analysis, scope, loop)
-            if not values:
-                continue
+        for loop, values in phases:
             inside = [p for p in points if contains(loop, p[0])]
             if not inside or len(inside) != len(points):
                 continue  # a backward elsewhere in the function may use these forwards
@@ -448,8 +451,6 @@ def evaluate(model, loader):
                 if evidence is not None:
                     yield stmt, evidence, False
                 continue
-            if unreachable(scope.node, stmt):
-                continue  # after an unconditional ``return``: never runs
             dropped = (isinstance(stmt, ast.Expr) and stmt.value is call) or (
                 isinstance(stmt, ast.Assign) and stmt.value is call
                 and all(isinstance(t, ast.Name) and t.id == "_" for t in stmt.targets))  # ``_ = model(dummy)``
@@ -480,7 +481,7 @@ def evaluate(model, loader):
                         evidence = backpropagated_result(analysis, call, scope, stmt)
                 elif summary is None:
                     evidence = model_method_evidence(analysis, call, scope, stmt)  # ``model.infer(x)``
-            if evidence is not None:
+            if evidence is not None and not unreachable(scope.node, stmt):  # not after an unconditional return
                 yield stmt, evidence, direct
 
     @staticmethod
