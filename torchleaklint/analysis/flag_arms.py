@@ -200,3 +200,22 @@ def _literal_items(node) -> Optional[List[object]]:
             orelse = []
         return None if body is None or orelse is None else body + orelse
     return None
+
+
+def dead_arm(analysis, scope: Scope, stmt) -> Optional[ast.AST]:
+    """The ``if`` test that never takes the arm holding ``stmt`` because it reads a name
+    bound only to a constant (``plot_flag = False`` then ``if plot_flag:``), or None."""
+    ctx = analysis.index.ctx(stmt)
+    if ctx is None:
+        return None
+    bindings: Dict[str, object] = {}
+    for block in ctx.blocks:
+        owner = getattr(block, "owner", None)
+        if not isinstance(owner, ast.If):
+            continue
+        for name in {n.id for n in ast.walk(owner.test) if isinstance(n, ast.Name)}:
+            defs = analysis.flow.reaching(scope, name, owner)
+            if defs and all(d.kind == "assign" and d.index is None and isinstance(d.value, ast.Constant)
+                            for d in defs) and len({repr(d.value.value) for d in defs}) == 1:
+                bindings[name] = defs[0].value.value
+    return ruled_out_by(analysis, stmt, stmt, bindings) if bindings else None

@@ -6,6 +6,7 @@ import ast
 
 from ..analysis.figures import (LEFT_FOR_CALLER, closed_after_loop, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
                                 never_called, pyplot_alias, repeating_loops, returns_figure, run_once)
+from ..analysis.flag_arms import dead_arm
 from ..analysis.module_index import enclosing_block, expr_keys
 from ..analysis.summaries import summary_for
 from ..diagnostics import SAFE, Edit, Fix
@@ -108,6 +109,8 @@ def plot(values, path):
             if plt is not None:
                 for site in figure_sites(analysis, scope):
                     sctx = index.ctx(site.stmt)
+                    if dead_arm(analysis, scope, site.stmt) is not None:
+                        continue  # under ``if plot_flag:`` with ``plot_flag = False``: never runs
                     repeats = repeating_loops(analysis, sctx)
                     if not scope.is_function and not repeats:
                         continue  # one figure in a script is not a leak

@@ -9,6 +9,7 @@ from ..analysis.backward_reach import gradient_points, gradient_reaching
 from ..analysis.dropped_results import callers_drop_graph
 from ..analysis.eval_callers import evaluation_callers
 from ..analysis.eval_mode import eval_mode_call, eval_mode_calls
+from ..analysis.figures import run_once
 from ..analysis.flag_arms import flag_bindings, grad_switched_by, phase_values, ruled_out_by, skipped_backward
 from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
 from ..analysis.forward_input import frozen_module
@@ -181,6 +182,8 @@ def evaluate(model, loader):
             if isinstance(found, str):
                 continue  # why not: kept as text for debugging the analysis
             scope_name, why, stmt, evidence = found
+            if not analysis.index.ctx(stmt).loops and run_once(analysis, scope):
+                continue  # one forward, in a function the program runs once: a one-off cost, nothing repeats
             # Decorating a function that also trains (a validation loop at the end of
             # ``train()``) would switch its training off: no fix there.
             fix = None if gradient_points(analysis, scope) else self._fix(ctx, scope)
