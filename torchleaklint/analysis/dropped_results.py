@@ -36,7 +36,7 @@ def callers_drop_graph(analysis, scope) -> Optional[str]:
         return None
     where = None
     for module, caller, _ in dict.fromkeys(sites):
-        found = scope_of_caller(project, module, caller)
+        found = scope_of_caller(project, module, caller, scope.name)
         if found is None:
             return None
         caller_analysis, caller_scope = found

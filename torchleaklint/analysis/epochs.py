@@ -60,7 +60,7 @@ def called_per_epoch(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
         return None
     why = None
     for module, caller, _ in dict.fromkeys(sites):
-        found = scope_of_caller(project, module, caller)
+        found = scope_of_caller(project, module, caller, scope.name)
         if found is None:
             return None
         caller_analysis, caller_scope = found

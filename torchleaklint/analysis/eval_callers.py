@@ -34,7 +34,7 @@ def evaluation_callers(analysis, scope, eval_calls: Callable, named: Callable, d
         return None
     reasons = []
     for module, caller in dict.fromkeys(sites):
-        found = scope_of_caller(project, module, caller)
+        found = scope_of_caller(project, module, caller, scope.name)
         if found is None:
             return None
         caller_analysis, caller_scope = found
@@ -74,10 +74,17 @@ def _evaluation_call(analysis, scope, name, eval_calls, named, depth) -> Optiona
     return reason
 
 
-def scope_of_caller(project, module: str, caller: str):
-    """The (analysis, scope) of a caller named in a call site, the module's top level too."""
+def scope_of_caller(project, module: str, caller: str, callee: Optional[str] = None):
+    """The (analysis, scope) of a caller named in a call site, the module's top level too.
+    A function named like its own module (``foo`` in ``foo.py``) shares its name with the
+    module's top level: with ``callee``, the one of the two that calls it is the caller."""
     found = project.scope_for(FunctionRef(module, caller))
     if found is not None:
+        if callee is None or any(True for _ in calls_named(found[1], callee)):
+            return found
+        top = found[0].index.module_scope
+        if top.qualname == caller and any(True for _ in calls_named(top, callee)):
+            return found[0], top
         return found
     analysis = project.analysis(module)
     if analysis is not None and analysis.index.module_scope.qualname == caller:

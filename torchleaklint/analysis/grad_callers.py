@@ -26,7 +26,7 @@ def called_with_grad(analysis, scope) -> bool:
         return False
     me = (analysis.index.module_name, scope.qualname)
     for module, caller in dict.fromkeys((module, caller) for module, caller, _ in sites):
-        found = scope_of_caller(project, module, caller)
+        found = scope_of_caller(project, module, caller, scope.name)
         if found is None:
             continue
         caller_analysis, caller_scope = found
