@@ -17,7 +17,7 @@ from typing import Optional
 
 from .loops import function_calls_backward, loop_calls_backward
 from .module_index import Scope, calls_named, contains, start_of
-from .names import dotted
+from .names import dotted, words
 from .sampled_store import sampled_store_keep
 from .stores import is_bounded_constructor, resets_of
 
@@ -120,31 +120,48 @@ def steps_between_refills(analysis, scope: Scope, loops, defs, stmt=None) -> boo
         if all(contains(outer, d.stmt) and (every_iteration(analysis, d.stmt, outer) or (
                 stmt is not None and analysis.flow.dominates(d, stmt))) for d in defs):
             refill = outer
+    if refill is None and scope.is_function and all(
+            analysis.index.ctx(d.stmt) is not None and not analysis.index.ctx(d.stmt).loops for d in defs):
+        # ``total = 0`` once per call of a function that is one optimizer step: a gradient
+        # accumulation loop fills it, then the step runs in the function's own body
+        return _steps_at_level(analysis, scope, None, optimizer_only=True)
     if refill is None or refill is loops[-1]:
         return False
     return _steps_at_level(analysis, scope, refill)
 
 
-def _steps_at_level(analysis, scope: Scope, loop) -> bool:
-    """Does ``loop`` run a backward pass or an optimizer step in its own body, not in a
-    loop nested in it?"""
+def _steps_at_level(analysis, scope: Scope, loop, optimizer_only: bool = False) -> bool:
+    """Does ``loop`` (the function's own body when None) run a backward pass or an
+    optimizer step at its own level, not in a loop nested in it?"""
     index = analysis.index
 
     def own_level(stmt) -> bool:
         ctx = index.ctx(stmt)
-        return ctx is not None and bool(ctx.loops) and ctx.loops[-1] is loop
+        if ctx is None:
+            return False
+        return not ctx.loops if loop is None else bool(ctx.loops) and ctx.loops[-1] is loop
 
-    for site in scope.backward_sites:
-        if site.kind != "grad" and contains(loop, site.call) and site.stmt is not None and own_level(site.stmt):
-            return True
+    def inside(node) -> bool:
+        return loop is None or contains(loop, node)
+
+    if not optimizer_only:
+        for site in scope.backward_sites:
+            if site.kind != "grad" and inside(site.call) and site.stmt is not None and own_level(site.stmt):
+                return True
     for call, stmt in scope.calls:
         func = call.func
-        if not (isinstance(func, ast.Attribute) and func.attr == "step" and contains(loop, call) and own_level(stmt)):
+        if not (isinstance(func, ast.Attribute) and func.attr == "step" and inside(call) and own_level(stmt)):
             continue
-        owner = dotted(func.value.value if isinstance(func.value, ast.Subscript) else func.value) or ""
-        if "optim" in owner.rsplit(".", 1)[-1].lower():
-            return True
+        owners = [func.value.value if isinstance(func.value, ast.Subscript) else func.value] + list(call.args[:1])
+        if any(_optimizer_name((dotted(o) or "").rsplit(".", 1)[-1]) for o in owners):
+            return True  # ``optimizer.step()``, ``scaler.step(self.D_opt)``
     return False
+
+
+def _optimizer_name(name: str) -> bool:
+    """``optimizer``, ``optimizerG``, ``optim_d``, ``D_opt``, ``opt``."""
+    lowered = name.lower()
+    return "optim" in lowered or any(w in ("opt", "opts") for w in words(name))
 
 
 def _reset_in(analysis, scope: Scope, key: str, stmt, loop, own_defs, any_reset: bool = False) -> bool:
