@@ -124,7 +124,10 @@ class GraphOracle:
         elif d.kind not in ("import", "def", "except", "unpack-star") and self.analysis.grad.stmt_off(d.stmt):
             return None
         value_ev = self._value(d, scope)
-        if d.kind == "for" or _explicitly_detached(_bound_value(d)):
+        bound = _bound_value(d)
+        while isinstance(bound, ast.Subscript):
+            bound = bound.value  # ``loss = loss.data[0]``: an element of a detached value
+        if d.kind == "for" or _explicitly_detached(bound):
             return value_ev
         site = self.backprop_site(d)
         if site is None:
