@@ -14,7 +14,7 @@ FIGURE_MAKERS = frozenset({"matplotlib.pyplot.figure", "matplotlib.pyplot.subplo
                            "matplotlib.pyplot.subplot_mosaic"})
 CLOSE = "matplotlib.pyplot.close"
 SHOW = "matplotlib.pyplot.show"
-CLOSING_CALLEES = ("close", "add_figure")  # tensorboard's add_figure closes by default
+CLOSING_CALLEES = ("close", "add_figure", "figure_to_image")  # tensorboard's add_figure and figure_to_image close by default
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,8 @@ def disposal(analysis, scope: Scope, names: List[str], after, many: bool = False
             return f"shown at line {call.lineno}"
         if held and any(held & expr_keys(a) for a in args):
             name = (dotted(call.func) or "").rsplit(".", 1)[-1]
-            if any(word in name for word in CLOSING_CALLEES):
+            if any(word in name for word in CLOSING_CALLEES) and not any(
+                    k.arg == "close" and isinstance(k.value, ast.Constant) and not k.value.value for k in call.keywords):
                 return f"closed by `{dotted(call.func)}` at line {call.lineno}"
             if isinstance(call.func, ast.Attribute) and dotted(call.func.value) in held:
                 continue  # a method of the figure itself (``fig.savefig``)

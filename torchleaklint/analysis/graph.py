@@ -180,6 +180,9 @@ class GraphOracle:
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, stmt, bindings, nxt)
         if isinstance(expr, ast.BinOp):
+            if isinstance(expr.op, ast.Mod) and isinstance(expr.left, (ast.Constant, ast.JoinedStr)) \
+                    and isinstance(getattr(expr.left, "value", ""), str):
+                return None  # ``"%s: %.3f" % (k, v)``: a string
             return self._expr(expr.left, scope, stmt, bindings, nxt) or self._expr(expr.right, scope, stmt, bindings, nxt)
         if isinstance(expr, ast.UnaryOp):
             if isinstance(expr.op, ast.Not):

@@ -135,7 +135,8 @@ def clone(self):
                     escape = outlives_iteration(analysis, scope, stmt, site.container, own_defs=own)
                     if escape is None or product_of_call(scope, site.container) \
                             or per_round_working_set(analysis, scope, stmt, site.container) \
-                            or _snapshots_read_after(analysis, scope, site.container, escape.loop):
+                            or _snapshots_read_after(analysis, scope, site.container, escape.loop) \
+                            or _guarded_by_fixed_list(analysis, scope, stmt):
                         continue  # snapshots the caller reads, one round's working set, or restored below
                     fix = None
                     if what == "a state dict":
@@ -315,18 +316,60 @@ def _constant_key(expr) -> bool:
 
 
 def _snapshots_read_after(analysis, scope, container: str, loop) -> bool:
-    """``models_temp = []`` filled with one copy per client, then read item by item after
-    that loop (``clone_model(models_temp[i], c.model)``): snapshots taken to be restored,
-    held for one call of a function that is not itself in a loop here."""
-    if "." in container or loop is None or not scope.is_function:
+    """``models_temp = []`` (or an ensemble's ``nets = []`` in a script) filled with one copy
+    per client, member or saved epoch, then used as a whole after that loop: read item by
+    item (``clone_model(models_temp[i], c.model)``), iterated (``for net in nets``) or
+    handed to a call (``save_object(weight_samples, path)``). The copies are what the code
+    set out to build, made once per run or call, not a history that grows with steps."""
+    if "." in container or loop is None:
         return False
     defs = [d for d in scope.defs_of(container) if d.kind == "assign"]
     if not defs or any(analysis.index.ctx(d.stmt) is None or analysis.index.ctx(d.stmt).loops for d in defs):
-        return False  # created once per call, outside any loop of the function
+        return False  # created once, outside any loop
     end = loop.end_lineno or loop.lineno
     for node in ast.walk(scope.node):
+        if getattr(node, "lineno", 0) <= end:
+            continue
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == container \
-                and isinstance(node.ctx, ast.Load) and node.lineno > end:
+                and isinstance(node.ctx, ast.Load) and not isinstance(node.slice, (ast.Constant, ast.UnaryOp)):
+            return True  # ``models_temp[i]``, not just the last one (``history[-1]``)
+        if isinstance(node, ast.For) and _iterates(node.iter, container):
+            return True  # ``for net in nets: preds.append(net(x))``: each member used
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) not in _REDUCERS and any(
+                isinstance(a, ast.Name) and a.id == container for a in list(node.args) + [k.value for k in node.keywords]):
+            return True  # ``save_object(weight_samples, path)``
+    return False
+
+
+# Reading the copies only through these (or a comprehension that averages them, as a
+# manual SWA does) needs a running value, not every copy.
+_REDUCERS = frozenset({"len", "sum", "min", "max", "sorted", "any", "all"})
+
+
+def _iterates(items, container: str) -> bool:
+    if isinstance(items, ast.Name):
+        return items.id == container
+    if isinstance(items, ast.Call) and getattr(items.func, "id", None) in ("enumerate", "zip", "reversed"):
+        return any(isinstance(a, ast.Name) and a.id == container for a in items.args)
+    return False
+
+
+def _guarded_by_fixed_list(analysis, scope, stmt) -> bool:
+    """``if epoch in save_epochs:`` with ``save_epochs = [20, 50, 80, 120]``: the copy is
+    made once per listed value, a fixed number of times."""
+    ctx = analysis.index.ctx(stmt)
+    if ctx is None:
+        return False
+    for block in ctx.blocks:
+        test = getattr(getattr(block, "owner", None), "test", None)
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)):
+            continue
+        items = test.comparators[0]
+        if isinstance(items, ast.Name):
+            defs = analysis.flow.reaching(scope, items.id, stmt) or analysis.index.module_scope.defs_of(items.id)
+            items = defs[0].value if len(defs) == 1 and defs[0].kind == "assign" else None
+        if isinstance(items, (ast.List, ast.Tuple, ast.Set)) and len(items.elts) <= 16 and all(
+                isinstance(e, ast.Constant) for e in items.elts):
             return True
     return False
 
