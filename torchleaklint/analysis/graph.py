@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, Optional
 
 from .elementwise import rebound_elementwise
-from .keyed_outputs import GRAPH_FREE, keyed_output
+from .keyed_outputs import GRAPH_FREE, keyed_output, position_graph_free
 from .module_index import Def, Scope
 from .names import FUNCTIONAL_LOSSES, dotted, last_name, looks_like_loss_name
 from .detachers import (COPYING_BUILTINS, DETACH_BUILTINS, DETACH_METHODS, DISTRIBUTION_DRAWS,  # noqa: F401
@@ -165,6 +165,8 @@ class GraphOracle:
             func = value.func
             if index == 1 and last_name(func) in VALUES_INDICES:
                 return None
+            if position_graph_free(self, value, index, scope, stmt):
+                return None  # ``scores, lengths = decoder(x)`` where forward returns ``lengths.tolist()``
             summary = self.kinds.call_summary(value, scope, stmt, arity, oracle=self)
             if summary is not None:
                 return summary.position(index)

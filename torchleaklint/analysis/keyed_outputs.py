@@ -124,3 +124,33 @@ def _empty_dict(value) -> bool:
     return (isinstance(value, ast.Dict) and not value.keys) or (
         isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict"
         and not value.args and not value.keywords)
+
+
+def position_graph_free(oracle, call: ast.Call, index: int, scope: Scope, stmt) -> bool:
+    """Is element ``index`` of what a project module's ``forward`` returns graph-free by its
+    spelling in every return (``decode_lengths = (lengths - 1).tolist()`` returned as the
+    fourth item)? The module's output as a whole carries a graph; this item does not."""
+    from .graph import _explicitly_detached
+
+    forward = _forward_of(oracle, call, scope, stmt)
+    if forward is None:
+        return False
+    analysis, fscope = forward
+    found = False
+    for expr in fscope.returns:
+        if not isinstance(expr, ast.Tuple) or index >= len(expr.elts) or any(
+                isinstance(e, ast.Starred) for e in expr.elts):
+            return False
+        item = expr.elts[index]
+        at = next((s for s in fscope.statements if isinstance(s, ast.Return) and s.value is expr), None)
+        if at is None:
+            return False
+        if isinstance(item, ast.Name):
+            defs = analysis.flow.reaching(fscope, item.id, at)
+            if not defs or not all(d.kind == "assign" and d.index is None and _explicitly_detached(d.value)
+                                   for d in defs):
+                return False
+        elif not _explicitly_detached(item):
+            return False
+        found = True
+    return found
