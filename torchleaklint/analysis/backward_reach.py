@@ -45,11 +45,24 @@ def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
                                                          for r in refs):
                 what = "calls `.backward()`" if all(_trains(project, r) for r in refs) else "computes gradients"
                 points.append((call, f"`{ast.unparse(call.func)}()` at line {call.lineno}, which {what}"))
+            elif not refs and _trains_in_forward(project, kinds, call, scope, stmt):
+                points.append((call, f"`{ast.unparse(call.func)}(...)` at line {call.lineno}, a module whose forward "
+                                     f"computes gradients itself"))
             elif not refs and _unresolved_training_method(project, call):
                 points.append((call, f"`{ast.unparse(call.func)}()` at line {call.lineno}, a method of an object "
                                      f"the analysis cannot resolve, named like a project method that calls `.backward()`"))
     memo[key] = points
     return points
+
+
+def _trains_in_forward(project, kinds, call, scope, stmt) -> bool:
+    """``accs = meta(support_x, ...)`` where the project module's ``forward`` runs the
+    backward passes itself (a meta-learner's inner and outer updates)."""
+    kind = kinds.kind_of(call.func, scope, stmt)
+    if kind is None or kind.class_ref is None or not kind.is_module:
+        return False
+    refs = project.methods_in_hierarchy(kind.class_ref[0], kind.class_ref[1], "forward")
+    return len(refs) == 1 and (_trains(project, refs[0]) or _differentiates(project, refs[0]))
 
 
 def _unresolved_training_method(project, call) -> bool:

@@ -404,7 +404,11 @@ class GraphOracle:
 
     def _frozen(self, call, scope: Scope, stmt) -> bool:
         """Is the called module frozen (``requires_grad_(False)``, its parameters' flags
-        cleared) where this call runs?"""
+        cleared) where this call runs, or a torch layer with no parameters at all
+        (``nn.Softmax(dim=1)(outputs)``)? Its output then carries a graph only through its
+        inputs."""
+        if parameterless_layer(self.analysis, call.func, scope, stmt):
+            return True
         name = dotted(call.func)
         if name is None:
             return False
@@ -506,3 +510,29 @@ def _explicitly_detached(value) -> bool:
     if isinstance(value, ast.Attribute) and value.attr in NON_CARRYING_ATTRS:
         return True
     return False
+
+
+# torch.nn layers that hold no parameters: what they return records a graph only through
+# what they are given.
+PARAMETERLESS_LAYERS = frozenset({"Softmax", "LogSoftmax", "Softmax2d", "Sigmoid", "Tanh", "ReLU", "ReLU6", "LeakyReLU",
+                                  "ELU", "GELU", "SiLU", "Mish", "Softplus", "Hardtanh", "Identity", "Flatten",
+                                  "Unflatten", "Dropout", "Dropout2d", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+                                  "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+                                  "AdaptiveMaxPool2d", "Upsample", "PixelShuffle", "CosineSimilarity",
+                                  "PairwiseDistance"})
+
+
+def parameterless_layer(analysis, func, scope: Scope, stmt) -> bool:
+    """``nn.Softmax(dim=1)``, built where it is called or bound once to a name."""
+    value = func
+    if isinstance(func, (ast.Name, ast.Attribute)):
+        key = dotted(func)
+        defs = analysis.flow.reaching(scope, key, stmt) if key else []
+        if len(defs) != 1 or defs[0].kind != "assign":
+            return False
+        value = defs[0].value
+    if not isinstance(value, ast.Call):
+        return False
+    qual = analysis.index.imports.qualname(value.func) or ""
+    return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in PARAMETERLESS_LAYERS
+

@@ -19,9 +19,13 @@ def volatile_input(analysis, scope):
         for keyword in call.keywords:
             if keyword.arg == "volatile" and _maybe_true(keyword.value):
                 return call
-            if keyword.arg is None and isinstance(keyword.value, ast.Dict) and any(
+            unpacked = keyword.value if keyword.arg is None else None
+            if isinstance(unpacked, ast.Name):  # ``var_params = {'volatile': not train}`` then ``**var_params``
+                defs = analysis.flow.reaching(scope, unpacked.id, stmt)
+                unpacked = defs[0].value if len(defs) == 1 and defs[0].kind == "assign" else None
+            if isinstance(unpacked, ast.Dict) and any(
                     isinstance(k, ast.Constant) and k.value == "volatile" and _maybe_true(v)
-                    for k, v in zip(keyword.value.keys, keyword.value.values)):
+                    for k, v in zip(unpacked.keys, unpacked.values)):
                 return call  # ``Variable(x, **{'volatile': not train})``
         if _volatile_through_helper(analysis, scope, call, stmt):
             return call

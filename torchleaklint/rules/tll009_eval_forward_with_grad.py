@@ -13,7 +13,7 @@ from ..analysis.figures import run_once
 from ..analysis.flag_arms import flag_bindings, grad_switched_by, phase_values, ruled_out_by, skipped_backward
 from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
 from ..analysis.forward_input import frozen_module
-from ..analysis.graph import STRONG
+from ..analysis.graph import STRONG, parameterless_layer
 from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, contains
@@ -292,6 +292,8 @@ def evaluate(model, loader):
                 continue  # a forward of the batches inside the phase loop
             if ruled_out_by(analysis, stmt, stmt, bindings) is not None:
                 continue  # ``if phase == "train": out = model(x)``: not run in this phase
+            if _layer_fed_no_graph_in_phase(analysis, scope, stmt, bindings):
+                continue  # ``nn.Softmax(dim=1)(outputs)`` where this phase made ``outputs`` under no_grad
             if grad_switched_by(scope, stmt, bindings):
                 return None  # ``with torch.set_grad_enabled(phase == "train"):``
             return stmt, evidence
@@ -463,8 +465,10 @@ def evaluate(model, loader):
                 continue  # output dropped at once (calibration, ``embed(...)`` for side effects): no graph kept
             if direct and _parameterless_module(analysis, call, scope, stmt):
                 continue  # a tokenizer written as an nn.Module: no parameter, no graph
-            if direct and (read_as_numpy(call, stmt) or _frozen(analysis, scope, call, stmt)):
-                continue  # ``.numpy()`` raises on a graph; a frozen module records none
+            if direct and (read_as_numpy(call, stmt) or _frozen(analysis, scope, call, stmt)
+                           or (parameterless_layer(analysis, call.func, scope, stmt)
+                               and analysis.graph.carrying(call, stmt) is None)):
+                continue  # ``.numpy()`` raises on a graph; a frozen module, or a layer without parameters fed no graph, records none
             if evidence is None and not direct_only:
                 # A project helper that runs the forward itself (``out = self._forward(batch)``):
                 # its summary says what it returns; one that disables grad inside returns no graph.
@@ -520,6 +524,24 @@ def _firm(evidence, node) -> bool:
 def _called_in_evaluation(analysis, scope):
     return evaluation_callers(analysis, scope, lambda a, s: eval_mode_calls(s, a),
                               EvalForwardWithGrad._named_evaluation)
+
+
+def _layer_fed_no_graph_in_phase(analysis, scope, stmt, bindings) -> bool:
+    """A layer without parameters whose inputs, in this phase, come only from definitions
+    under no_grad (the others sit in arms the phase rules out)."""
+    for call in (n for n in ast.walk(stmt) if isinstance(n, ast.Call)):
+        if not parameterless_layer(analysis, call.func, scope, stmt):
+            continue
+        names = [a for a in call.args if isinstance(a, ast.Name)]
+        if not names or len(names) != len(call.args):
+            return False
+        for arg in names:
+            for d in analysis.flow.reaching(scope, arg.id, stmt):
+                ctx = analysis.index.ctx(d.stmt)
+                if ruled_out_by(analysis, d.stmt, d.stmt, bindings) is None and not (ctx and ctx.grad_off):
+                    return False
+        return True
+    return False
 
 
 def _result_backpropagated(analysis, scope, stmt) -> bool:
