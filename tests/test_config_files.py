@@ -57,9 +57,9 @@ def test_nearest_table_governs_each_file(cli, tmp_path):
 
 def test_per_file_ignores_are_relative_to_the_config(cli, tmp_path):
     write(tmp_path / "pkg" / "pyproject.toml",
-          '[tool.torchleaklint.per-file-ignores]\n"tests/*" = ["TLL001"]\n')
-    write(tmp_path / "pkg" / "tests" / "t.py", BOTH_SRC)
-    assert findings(cli("pkg").stdout) == [("pkg/tests/t.py", 9, "TLL002")]
+          '[tool.torchleaklint.per-file-ignores]\n"scripts/*" = ["TLL001"]\n')
+    write(tmp_path / "pkg" / "scripts" / "t.py", BOTH_SRC)
+    assert findings(cli("pkg").stdout) == [("pkg/scripts/t.py", 9, "TLL002")]
 
 
 def test_force_exclude_applies_to_named_files(cli, tmp_path):
