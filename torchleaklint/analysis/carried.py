@@ -38,6 +38,8 @@ def carried_states(analysis, scope: Scope, loop: ast.AST) -> Iterator[CarriedSta
         if not isinstance(stmt, ast.Assign):
             continue
         for key in _rebuilt_keys(stmt):
+            if _loop_target_between(ctx.loops, loop, key):
+                continue  # ``for imgs, caps in loader: imgs = encoder(imgs)``: the loop rebinds it first
             refs = [n for n in _reads(stmt.value, key)]
             if not refs or all(_detached_read(n, stmt.value) for n in refs):
                 continue
@@ -56,6 +58,18 @@ def carried_states(analysis, scope: Scope, loop: ast.AST) -> Iterator[CarriedSta
 
 
 MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "contiguous", "type"})
+
+
+def _loop_target_between(loops, loop, key: str) -> bool:
+    """Is ``key`` a target of ``loop`` or of a loop nested in it around the statement? Each
+    iteration then binds it afresh before the statement reads it."""
+    inside = False
+    for candidate in loops:
+        inside = inside or candidate is loop
+        if inside and isinstance(candidate, (ast.For, ast.AsyncFor)) and any(
+                isinstance(n, ast.Name) and n.id == key for n in ast.walk(candidate.target)):
+            return True
+    return False
 
 
 def _moved_only(value, key) -> bool:

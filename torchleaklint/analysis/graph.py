@@ -193,6 +193,9 @@ class GraphOracle:
         if isinstance(expr, ast.BoolOp):  # the value is one of the operands
             return every_branch([self._expr(value, scope, stmt, bindings, nxt) for value in expr.values])
         if isinstance(expr, ast.IfExp):
+            if _tensor_guard(expr):
+                # ``x.item() if hasattr(x, "item") else x``: the other arm runs only on a non-tensor
+                return self._expr(expr.body, scope, stmt, bindings, nxt)
             return every_branch([self._expr(expr.body, scope, stmt, bindings, nxt),
                                  self._expr(expr.orelse, scope, stmt, bindings, nxt)])
         if isinstance(expr, ast.Subscript):
@@ -476,6 +479,21 @@ class GraphOracle:
                                 strength=weakest, scalar=not reduction_none and strength == STRONG,
                                 loss_like=True)
         return None
+
+
+def _tensor_guard(expr: ast.IfExp) -> bool:
+    """``a if hasattr(x, "item") else x`` (or ``isinstance(x, torch.Tensor)``): the else arm
+    is the same name, reached only when it is not a tensor."""
+    test, other = expr.test, expr.orelse
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and len(test.args) == 2
+            and isinstance(other, ast.Name) and dotted(test.args[0]) == other.id):
+        return False
+    probe = test.args[1]
+    if test.func.id == "hasattr":
+        return isinstance(probe, ast.Constant) and probe.value in ("item", "detach", "cpu", "numpy")
+    if test.func.id == "isinstance":
+        return (dotted(probe) or "").endswith("Tensor")
+    return False
 
 
 def _bound_value(d: Def):

@@ -232,9 +232,11 @@ def evaluate(model, loader):
             skipped = skipped_backward(callee_analysis, callee, bindings, gradient_points(callee_analysis, callee))
             if skipped is None:
                 continue
-            forward = self._main_forward(callee_analysis, callee)
-            if forward is None or not callee_analysis.index.ctx(forward[0]).loops:
-                continue
+            forward = next(((stmt_, ev) for stmt_, ev, _ in self._forwards(callee_analysis, callee)
+                            if callee_analysis.index.ctx(stmt_).loops
+                            and ruled_out_by(callee_analysis, stmt_, stmt_, bindings) is None), None)
+            if forward is None:
+                continue  # the forwards that run under these flags sit in no loop, or under no_grad
             if grad_switched_by(callee, forward[0], bindings):
                 continue  # ``with torch.set_grad_enabled(train):`` around it: the flag turns grad off too
             if _result_backpropagated(analysis, scope, stmt) or analysis.grad.scope_off(scope):
