@@ -47,19 +47,10 @@ def backpropagated_result(analysis, call: ast.Call, scope: Scope, stmt) -> Optio
                 continue
             if not refs & set(kinds.resolve_functions(other.func, caller_scope, other_stmt)):
                 continue
-            line = _attached_to_backward(flow, caller_scope, other_stmt.targets[0].id)
+            line = flow.attached_into_backward(caller_scope, other_stmt.targets[0].id)
             if line is not None:
                 return Evidence(f"result of `{ast.unparse(func)}(...)`, which `{caller_scope.qualname}` "
                                 f"backpropagates (line {line})", call.lineno)
-    return None
-
-
-def _attached_to_backward(flow, scope: Scope, key: str) -> Optional[int]:
-    """Line of a backward pass whose graph the value of ``key`` reaches through definitions
-    that keep it (not through ``torch.from_numpy(w)`` of a NumPy result kept in a list)."""
-    for site in scope.backward_sites:
-        if key in flow.attached_sources_of(scope, site.keys):
-            return site.call.lineno
     return None
 
 

@@ -138,6 +138,14 @@ class Flow:
                 return site.call.lineno
         return None
 
+    def attached_into_backward(self, scope: Scope, key: str) -> Optional[int]:
+        """Like :meth:`flows_into_backward`, through definitions that keep the graph only
+        (not through ``torch.from_numpy(w)`` of a NumPy result, see :meth:`attached_sources_of`)."""
+        for site in scope.backward_sites:
+            if key in self.attached_sources_of(scope, site.keys):
+                return site.call.lineno
+        return None
+
     def flows_into_return(self, scope: Scope, key: str) -> Optional[int]:
         for expr in scope.returns:
             from .module_index import expr_keys

@@ -15,6 +15,7 @@ from typing import Optional
 from .callers import has_known_callers
 from .graph import CONVENTION, Evidence
 from .module_index import Scope, calls_named
+from .objects import PARALLEL_WRAPPERS
 from .names import dotted
 from .summaries import argument_for
 
@@ -88,7 +89,7 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
             return False  # unfrozen again by name
         if isinstance(at, ast.Expr) and at.lineno < stmt.lineno:
             frozen_here = True
-    if frozen_here or _parameters_frozen(scope, module, stmt):
+    if frozen_here or _parameters_frozen(scope, module, stmt.lineno):
         return True
     if module.startswith("self.") and scope.class_name and frozen_attribute(analysis, scope.class_name, module):
         return True
@@ -106,7 +107,6 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
 
 
 _CHAIN_METHODS = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half", "double"})
-_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
 
 
 def frozen_attribute(analysis, class_name: str, key: str) -> bool:
@@ -137,8 +137,8 @@ def _frozen_attribute(analysis, class_name: str, key: str) -> bool:
             bound = True
             if _rewraps(d.value, key):
                 continue
-            after = type("At", (), {"lineno": (method.node.end_lineno or d.stmt.lineno) + 1})()
-            if not (_parameters_frozen(method, key, after) or any(
+            end = (method.node.end_lineno or d.stmt.lineno) + 1
+            if not (_parameters_frozen(method, key, end) or any(
                     isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_"
                     and _chain_root(call.func.value) == key and _false(call.args[0] if call.args else None)
                     and call.lineno > d.stmt.lineno for call, _ in method.calls)):
@@ -150,7 +150,7 @@ def _rewraps(value, key: str) -> bool:
     """``nn.DataParallel(self.avgG)`` or ``self.avgG.to(device)``: the same module again."""
     if _chain_root(value) == key and value is not None and not isinstance(value, (ast.Name, ast.Attribute)):
         return True
-    return (isinstance(value, ast.Call) and (dotted(value.func) or "").rsplit(".", 1)[-1] in _WRAPPERS
+    return (isinstance(value, ast.Call) and (dotted(value.func) or "").rsplit(".", 1)[-1] in PARALLEL_WRAPPERS
             and bool(value.args) and dotted(value.args[0]) == key)
 
 
@@ -161,11 +161,11 @@ def _chain_root(node) -> Optional[str]:
     return dotted(node)
 
 
-def _parameters_frozen(scope: Scope, module: str, stmt) -> bool:
-    """``for p in module.parameters(): p.requires_grad = False`` before ``stmt``, with no
-    test around the assignment."""
+def _parameters_frozen(scope: Scope, module: str, before: int) -> bool:
+    """``for p in module.parameters(): p.requires_grad = False`` before line ``before``, with
+    no test around the assignment."""
     for loop in scope.loops:
-        if not isinstance(loop, ast.For) or loop.lineno >= stmt.lineno:
+        if not isinstance(loop, ast.For) or loop.lineno >= before:
             continue
         it = loop.iter
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)

@@ -14,9 +14,10 @@ from typing import Optional, Tuple
 
 from .module_index import Scope
 from .names import dotted
+from .objects import PARALLEL_WRAPPERS
+from .summaries import stmt_of
 
 GRAPH_FREE = object()  # the entry is proven to hold no graph
-_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
 
 
 def keyed_output(oracle, expr: ast.Subscript, scope: Scope, stmt):
@@ -72,7 +73,7 @@ def _unwrapped(oracle, func, scope: Scope, stmt):
     if len(defs) != 1 or not isinstance(defs[0].value, ast.Call):
         return None
     value = defs[0].value
-    if (dotted(value.func) or "").rsplit(".", 1)[-1] in _WRAPPERS and value.args:
+    if (dotted(value.func) or "").rsplit(".", 1)[-1] in PARALLEL_WRAPPERS and value.args:
         return value.args[0]
     return None
 
@@ -83,7 +84,7 @@ def _entry(forward, key: str):
     analysis, scope = forward
     values = []
     for expr in scope.returns:
-        stmt = next((s for s in scope.statements if isinstance(s, ast.Return) and s.value is expr), None)
+        stmt = stmt_of(analysis, scope, expr)
         if stmt is None:
             return None
         if isinstance(expr, ast.Dict):
@@ -142,7 +143,7 @@ def position_graph_free(oracle, call: ast.Call, index: int, scope: Scope, stmt) 
                 isinstance(e, ast.Starred) for e in expr.elts):
             return False
         item = expr.elts[index]
-        at = next((s for s in fscope.statements if isinstance(s, ast.Return) and s.value is expr), None)
+        at = stmt_of(analysis, fscope, expr)
         if at is None:
             return False
         if isinstance(item, ast.Name):

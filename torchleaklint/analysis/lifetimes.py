@@ -346,7 +346,7 @@ def _returned_graph_free(analysis, scope: Scope, key: str) -> bool:
     whose summary returns ``.item()``s) gives the caller nothing to backpropagate."""
     from .graph import _explicitly_detached
     from .module_index import expr_keys
-    from .summaries import _stmt_of
+    from .summaries import stmt_of
 
     found = False
     for expr in scope.returns:
@@ -355,7 +355,7 @@ def _returned_graph_free(analysis, scope: Scope, key: str) -> bool:
         found = True
         if _explicitly_detached(expr):
             continue
-        stmt = _stmt_of(analysis, scope, expr)
+        stmt = stmt_of(analysis, scope, expr)
         if not isinstance(expr, ast.Call) or stmt is None:
             return False
         summary = analysis.graph.kinds.call_summary(expr, scope, stmt, 0)

@@ -25,6 +25,8 @@ MODULE_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.Distrib
                              "torch.nn.parallel.DataParallel", "torch.compile", "copy.deepcopy",
                              "torch.jit.script", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
                              "torch.distributed.fsdp.FullyShardedDataParallel"})
+# The wrappers' class names, for code that has no import map at hand (``nn.DataParallel(m)``).
+PARALLEL_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
 FORWARD_METHODS = frozenset({"forward", "encode", "decode", "forward_features", "forward_head",
                              "encode_image", "encode_text", "get_image_features",
                              "get_text_features", "embed", "forward_train"})

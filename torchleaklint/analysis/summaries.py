@@ -86,7 +86,7 @@ class FunctionSummary:
         try:
             found = []  # every return: a tensor only if each one returns a tensor
             for expr in self.scope.returns:
-                stmt = _stmt_of(self.analysis, self.scope, expr)
+                stmt = stmt_of(self.analysis, self.scope, expr)
                 if stmt is None:
                     continue
                 target = expr
@@ -116,7 +116,7 @@ class FunctionSummary:
         try:
             kinds = self.analysis.graph.kinds
             for expr in self.scope.returns:
-                stmt = _stmt_of(self.analysis, self.scope, expr)
+                stmt = stmt_of(self.analysis, self.scope, expr)
                 kind = kinds.value_kind(expr, self.scope, stmt) if stmt is not None else None
                 if (kind is None or kind.strength != STRONG or not (kind.is_module or kind.kind == "instance")
                         or (found is not None and found.kind != kind.kind)):
@@ -275,7 +275,9 @@ def summary_for(project, ref) -> Optional[FunctionSummary]:
     return summary
 
 
-def _stmt_of(analysis, scope: Scope, expr):
+def stmt_of(analysis, scope: Scope, expr):
+    """The statement of ``scope`` that holds ``expr`` (a returned value, an expression statement
+    or a part of an assignment)."""
     for stmt in scope.statements:
         if isinstance(stmt, ast.Return) and stmt.value is expr:
             return stmt

@@ -551,7 +551,7 @@ def _result_backpropagated(analysis, scope, stmt) -> bool:
     if not isinstance(stmt, ast.Assign):
         return False
     names = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return any(names & analysis.flow.attached_sources_of(scope, site.keys) for site in scope.backward_sites)
+    return any(analysis.flow.attached_into_backward(scope, name) is not None for name in sorted(names))
 
 
 def _frozen(analysis, scope, call, stmt) -> bool:
