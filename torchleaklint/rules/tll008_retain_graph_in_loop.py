@@ -6,6 +6,7 @@ import ast
 
 from ..analysis.carried import carried_states
 from ..analysis.module_index import calls_named, contains, expr_keys, start_of
+from ..analysis.summaries import stmt_of
 from .base import Invalid, Rule, RuleContext
 
 
@@ -172,9 +173,15 @@ def _ancestry(analysis, scope, site, limit: int = 64):
     scope, followed through each definition that reaches its use (``gp = ((g - 1) ** 2).sum()``
     after ``g = grad(D(x), x)[0]`` gives ``g``, ``D``, ``x``, …), imported names left out;
     ``None`` when the backward names no value or the chain is too long to follow."""
+    return _names_behind(analysis, scope, site.keys, site.stmt, limit) if site.keys else None
+
+
+def _names_behind(analysis, scope, keys, stmt, limit: int = 64):
+    """The names and attribute paths the values of ``keys`` at ``stmt`` were computed from,
+    imported names left out; ``None`` when the chain is too long to follow."""
     imported = set(analysis.index.imports.aliases)
-    seen = set(site.keys)
-    frontier = [(key, site.stmt) for key in site.keys]
+    seen = set(keys)
+    frontier = [(key, stmt) for key in keys]
     followed = set()  # (name, statement): a rebound name (``g = flat(g)``) is followed to each definition
     while frontier:
         key, at = frontier.pop()
@@ -187,7 +194,7 @@ def _ancestry(analysis, scope, site, limit: int = 64):
                 frontier.append((found, d.stmt))
         if len(followed) > limit:
             return None
-    return seen if site.keys else None
+    return seen
 
 
 def _may_share_graph(analysis, scope, site, other) -> bool:
@@ -234,28 +241,13 @@ def _returned_for_backward(analysis, scope, site) -> bool:
     mine = mine - {"self"} - set(scope.params)
     after = start_of(site.call)
     for expr in scope.returns:
-        stmt = _stmt_holding(analysis, scope, expr)
+        stmt = stmt_of(analysis, scope, expr)
         if stmt is None or start_of(stmt) <= after or analysis.graph.carrying(expr, stmt) is None:
             continue  # ``return loss.item()``: nothing of the graph leaves
-        keys = expr_keys(expr)
-        seen = set(keys)
-        frontier = [(key, stmt) for key in keys]
-        while frontier and len(seen) < 64:
-            key, at = frontier.pop()
-            for d in analysis.flow.reaching(scope, key, at):
-                for found in expr_keys(getattr(d, "value", None)) - seen:
-                    seen.add(found)
-                    frontier.append((found, d.stmt))
-        if seen & mine:
-            return True
+        returned = _names_behind(analysis, scope, expr_keys(expr), stmt)
+        if returned is None or returned & mine:
+            return True  # computed from the retained graph, or too long a chain to say it is not
     return False
-
-
-def _stmt_holding(analysis, scope, expr):
-    for stmt in scope.statements:
-        if isinstance(stmt, ast.Return) and stmt.value is expr:
-            return stmt
-    return None
 
 
 def _called_in_loop(analysis, scope) -> bool:
