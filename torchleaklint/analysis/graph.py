@@ -483,11 +483,12 @@ class GraphOracle:
 
 def _tensor_guard(expr: ast.IfExp) -> bool:
     """``a if hasattr(x, "item") else x`` (or ``isinstance(x, torch.Tensor)``): the else arm
-    is the same name, reached only when it is not a tensor."""
+    is the same expression, reached only when it is not a tensor."""
     test, other = expr.test, expr.orelse
     if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and len(test.args) == 2
-            and isinstance(other, ast.Name) and dotted(test.args[0]) == other.id):
-        return False
+            and isinstance(other, (ast.Name, ast.Attribute, ast.Subscript))
+            and ast.dump(test.args[0]) == ast.dump(other)):
+        return False  # the else arm must be the very expression probed (a name, ``d["k"]``, ``self.x``)
     probe = test.args[1]
     if test.func.id == "hasattr":
         return isinstance(probe, ast.Constant) and probe.value in ("item", "detach", "cpu", "numpy")
