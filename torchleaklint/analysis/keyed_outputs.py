@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Tuple
 
+from .argument_derived import parameters_behind
 from .module_index import Scope
 from .names import dotted
 from .objects import PARALLEL_WRAPPERS
@@ -128,11 +129,10 @@ def _empty_dict(value) -> bool:
 
 
 def position_graph_free(oracle, call: ast.Call, index: int, scope: Scope, stmt) -> bool:
-    """Is element ``index`` of what a project module's ``forward`` returns graph-free by its
-    spelling in every return (``decode_lengths = (lengths - 1).tolist()`` returned as the
-    fourth item)? The module's output as a whole carries a graph; this item does not."""
-    from .graph import _explicitly_detached
-
+    """Is element ``index`` of what a project module's ``forward`` returns graph-free in every
+    return: by its spelling (``decode_lengths = (lengths - 1).tolist()`` returned as the fourth
+    item), or because it is computed from parameters alone and this call passes graph-free
+    values for them? The module's output as a whole carries a graph; this item does not."""
     forward = _forward_of(oracle, call, scope, stmt)
     if forward is None:
         return False
@@ -146,12 +146,41 @@ def position_graph_free(oracle, call: ast.Call, index: int, scope: Scope, stmt) 
         at = stmt_of(analysis, fscope, expr)
         if at is None:
             return False
-        if isinstance(item, ast.Name):
-            defs = analysis.flow.reaching(fscope, item.id, at)
-            if not defs or not all(d.kind == "assign" and d.index is None and _explicitly_detached(d.value)
-                                   for d in defs):
-                return False
-        elif not _explicitly_detached(item):
+        if _spelled_graph_free(analysis, fscope, item, at):
+            found = True
+            continue
+        params = parameters_behind(analysis, fscope, item, at)
+        if params is None or not _arguments_graph_free(oracle, call, fscope, params, scope, stmt):
             return False
-        found = True
+        found = True  # ``dec_len = [x - 1 for x in caption_lengths]``: lengths from the loader
     return found
+
+
+def _spelled_graph_free(analysis, fscope: Scope, item, at) -> bool:
+    from .graph import _explicitly_detached
+
+    if isinstance(item, ast.Name):
+        defs = analysis.flow.reaching(fscope, item.id, at)
+        return bool(defs) and all(d.kind == "assign" and d.index is None and _explicitly_detached(d.value)
+                                  for d in defs)
+    return _explicitly_detached(item)
+
+
+def _arguments_graph_free(oracle, call: ast.Call, fscope: Scope, params, scope: Scope, stmt) -> bool:
+    """Does the caller pass a graph-free value for every parameter in ``params``?"""
+    from .summaries import argument_for
+
+    node = fscope.node.args
+    names = [a.arg for a in list(getattr(node, "posonlyargs", [])) + list(node.args)]
+    names = names[1:] if fscope.class_name else names
+    keyword_only = {a.arg for a in node.kwonlyargs}
+    for param in params:
+        if param in keyword_only:
+            arg = argument_for(call, 10 ** 6, param)
+        elif param in names:
+            arg = argument_for(call, names.index(param), param)
+        else:
+            return False  # ``*args``/``**kwargs`` or the receiver
+        if arg is None or oracle._expr(arg, scope, stmt, {}, 0) is not None:
+            return False
+    return True
