@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from .backward import BackwardSite, backward_site
 from .names import ImportMap, dotted
+from .single_pass import first_iteration_only, runs_once
 
 LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -333,8 +334,11 @@ class _Builder:
                 self.define(scope, key, stmt, stmt.value, "aug")
             self.flow(scope, [stmt.target], stmt.value)
         elif isinstance(stmt, LOOP_TYPES):
-            scope.loops.append(stmt)
-            inner = loops + (stmt,)
+            if runs_once(stmt):
+                inner = loops  # ``if i > 0: break``: the body runs once per pass
+            else:
+                scope.loops.append(stmt)
+                inner = loops + (stmt,)
             if isinstance(stmt, (ast.For, ast.AsyncFor)):
                 self.bind(scope, stmt.target, stmt, stmt.iter, "for")
                 self.flow(scope, [stmt.target], stmt.iter)
@@ -353,7 +357,8 @@ class _Builder:
                     self.flow(scope, [item.optional_vars], item.context_expr)
             self.block(stmt.body, scope, loops, inner_off, blocks)
         elif isinstance(stmt, ast.If):
-            self.block(stmt.body, scope, loops, grad_off, blocks + (_Branch(stmt),))
+            once = loops[:-1] if loops and first_iteration_only(stmt.test, loops[-1]) else loops
+            self.block(stmt.body, scope, once, grad_off, blocks + (_Branch(stmt),))
             self.block(stmt.orelse, scope, loops, grad_off, blocks + (_Branch(stmt),))
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
             self.block(stmt.body, scope, loops, grad_off, blocks)

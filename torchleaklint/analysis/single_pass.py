@@ -1,0 +1,130 @@
+"""Loops that do not repeat, and statements a loop runs on its first iteration only.
+
+``for i, batch in enumerate(loader): if i > 0: break`` takes one batch; ``for batch in
+loader: ...; break`` too; ``if i == 0: samples.append(out)`` stores once per pass of the
+loop. None of these repeats with the loop, so nothing they keep grows with it: the index
+leaves such a loop out of the loops around its body, and the loop out of the loops around
+such a guarded statement.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+_EXITS = (ast.Break, ast.Return, ast.Raise)
+
+
+def runs_once(loop) -> bool:
+    """Does the loop's body end every iteration it starts, on its first one?
+
+    Either an exit (``break``/``return``/``raise``) at the top level of the body, or, as the
+    first statement, ``if i > 0: break`` (``i >= 1``, ``i == 1``, ``i != 0``) on the loop's own
+    counter."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+        return False
+    body = loop.body
+    if _continues(body):
+        return False  # ``if bad(batch): continue`` before the exit: earlier statements repeat
+    if any(isinstance(s, _EXITS) for s in body):
+        return True
+    counter = loop_counter(loop)
+    if counter is None or not body:
+        return False
+    first = body[0]
+    return (isinstance(first, ast.If) and not first.orelse and len(first.body) == 1
+            and isinstance(first.body[0], _EXITS) and _past_first(first.test, counter)
+            and not _rebinds(loop, counter))
+
+
+def first_iteration_only(test, loop) -> bool:
+    """Is ``test`` true only on the first iteration of ``loop`` (``i == 0``, ``i < 1``,
+    ``not i``, ``i <= 0``) for the loop's own counter, never rebound in its body?"""
+    counter = loop_counter(loop)
+    if counter is None or _rebinds(loop, counter):
+        return False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return isinstance(test.operand, ast.Name) and test.operand.id == counter
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(first_iteration_only(v, loop) for v in test.values)  # ``if i == 0 and verbose:``
+    bound = _compared(test, counter)
+    if bound is None:
+        return False
+    op, value = bound
+    return ((isinstance(op, ast.Eq) and value == 0) or (isinstance(op, ast.Lt) and value == 1)
+            or (isinstance(op, ast.LtE) and value == 0))
+
+
+def loop_counter(loop) -> Optional[str]:
+    """``i`` in ``for i in range(n)`` (one argument, or a start of 0) and in ``for i, x in
+    enumerate(xs)`` (no start, or a start of 0)."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
+        return None
+    call, target = loop.iter, loop.target
+    name = call.func.id if isinstance(call.func, ast.Name) else None
+    if name == "range" and isinstance(target, ast.Name) and call.args and not call.keywords:
+        if len(call.args) == 1 or (len(call.args) == 2 and _constant(call.args[0]) == 0):
+            return target.id
+        return None
+    if name == "enumerate" and isinstance(target, ast.Tuple) and len(target.elts) == 2 \
+            and isinstance(target.elts[0], ast.Name) and len(call.args) >= 1:
+        start = call.args[1] if len(call.args) > 1 else next(
+            (k.value for k in call.keywords if k.arg == "start"), None)
+        if start is None or _constant(start) == 0:
+            return target.elts[0].id
+    return None
+
+
+def _past_first(test, counter: str) -> bool:
+    """``i > 0``, ``i >= 1``, ``i == 1``, ``i != 0``, ``i``: true from the second iteration."""
+    if isinstance(test, ast.Name):
+        return test.id == counter
+    bound = _compared(test, counter)
+    if bound is None:
+        return False
+    op, value = bound
+    return ((isinstance(op, ast.Gt) and value == 0) or (isinstance(op, ast.GtE) and value == 1)
+            or (isinstance(op, ast.Eq) and value == 1) or (isinstance(op, ast.NotEq) and value == 0))
+
+
+def _compared(test, counter: str):
+    """(operator, constant) of ``counter <op> constant``, or None."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+            and test.left.id == counter):
+        return None
+    value = _constant(test.comparators[0])
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return test.ops[0], value
+
+
+def _continues(body) -> bool:
+    """A ``continue`` of this loop (not of a loop nested in it)."""
+    stack = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Continue):
+            return True
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _constant(node):
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def _rebinds(loop, counter: str) -> bool:
+    for node in ast.walk(loop):
+        if node is loop.target:
+            continue
+        if isinstance(node, ast.Name) and node.id == counter and isinstance(node.ctx, ast.Store) \
+                and not _inside(node, loop.target):
+            return True
+    return False
+
+
+def _inside(node, target) -> bool:
+    return any(n is node for n in ast.walk(target))
