@@ -8,6 +8,7 @@ import ast
 from typing import Optional
 
 from .module_index import Scope, grad_off_call
+from .process_grad_off import constructor_switches_grad_off
 from .project import LIGHTNING_NO_GRAD_HOOKS, MAX_CALL_SITES, FunctionRef
 from .self_calls import calls_another_hierarchy
 
@@ -52,6 +53,9 @@ class GradMode:
         if scope.class_name and scope.name in LIGHTNING_NO_GRAD_HOOKS:
             if project is not None and project.is_lightning_class(index.module_name, scope.class_name):
                 return f"`{scope.name}` is a Lightning hook that runs under no_grad"
+        reason = constructor_switches_grad_off(self.analysis, scope)
+        if reason:
+            return reason
         if scope.parent is not None and scope.parent.is_function:
             # A nested function usually runs inside its parent's context.
             outer = self.scope_off(scope.parent, depth)
