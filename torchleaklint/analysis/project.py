@@ -328,6 +328,18 @@ class ProjectIndex:
                 return found
         return None
 
+    def qualified_class(self, qualified: str) -> Optional[Tuple[str, str]]:
+        """The project class a qualified name refers to, also when the module it names only
+        re-exports it (``pkg.decoders.ConditionalDecoder`` from ``from .conditional import
+        ConditionalDecoder`` in ``pkg/decoders/__init__.py``)."""
+        found = self.resolve_symbol(qualified)
+        if found is None:
+            return None
+        if found[1] in self.tables[found[0]].classes:
+            return found
+        found = self.resolve_class(found[0], found[1])
+        return found if found is not None and found[1] in self.tables[found[0]].classes else None
+
     def star_symbol(self, module: str, name: str) -> Optional[Tuple[str, str]]:
         """The project module and name that ``name`` comes from through ``from X import *``
         in ``module`` (the last such import defining it wins, as at run time)."""
@@ -353,7 +365,7 @@ class ProjectIndex:
         out: Set[str] = set()
         for base in self.class_table(module, name) or []:
             out.add(base)
-            found = self.resolve_class(module, base) or (self.resolve_symbol(base) if "." in base else None)
+            found = self.resolve_class(module, base) or (self.qualified_class(base) if "." in base else None)
             if found and found[1] in self.tables[found[0]].classes:
                 out |= self.class_bases(found[0], found[1], seen)
         return out
@@ -384,9 +396,7 @@ class ProjectIndex:
             for base in table.classes.get(cls, []):
                 found = self.resolve_class(mod, base)
                 if found is None and "." in base:  # bases are kept qualified: ``models.model_base.ModelBase``
-                    found = self.resolve_symbol(base)
-                    if found is not None and found[1] not in self.tables[found[0]].classes:
-                        found = None
+                    found = self.qualified_class(base)
                 if found:
                     todo.append(found)
         return []

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Optional
 
+from .caller_resets import reset_before_loop
 from .callers import call_names
 from .module_index import Scope, calls_named
 from .summaries import short_path
@@ -17,16 +18,21 @@ MAX_CALLERS = 8
 
 
 def repeated_call_site(analysis, scope: Scope, depth: int = 0,
-                       loop_evidence: Optional[Callable[..., Optional[str]]] = None) -> Optional[str]:
+                       loop_evidence: Optional[Callable[..., Optional[str]]] = None,
+                       container: Optional[str] = None, graphs: bool = False) -> Optional[str]:
     """Where a loop calls this function (directly or through its callers), or None. With
     ``loop_evidence(analysis, scope, loop)``, only loops it describes count (and what it
-    says is part of the answer): a training loop, not any loop."""
+    says is part of the answer): a training loop, not any loop. With ``container`` (the
+    ``self.history`` the function stores into), a caller that empties it before its loop
+    bounds it to one call of that caller, and neither counts nor leads further. With
+    ``graphs`` (what repeats is the recording of a graph), callers that run with grad off
+    do not count either."""
     project = analysis.project
     if project is None or not scope.is_function or depth > MAX_DEPTH:
         return None
     memo = project.memo
     kind = loop_evidence.__qualname__ if loop_evidence is not None else None
-    key = ("repeated", analysis.index.module_name, scope.qualname, kind)
+    key = ("repeated", analysis.index.module_name, scope.qualname, kind, container, graphs)
     if key in memo:
         return memo[key]
     memo[key] = None  # cycle guard
@@ -44,9 +50,15 @@ def repeated_call_site(analysis, scope: Scope, depth: int = 0,
             if entry is None:
                 continue
             caller_analysis, caller_scope = entry
+            if container is not None and any(
+                    reset_before_loop(caller_analysis, caller_scope, call, stmt, container, (analysis, scope))
+                    for call, stmt in calls_named(caller_scope, name)):
+                continue  # ``self.f_init()`` before the loop of ``self.f_next()``: one call's values
+            if graphs and caller_analysis.grad.scope_off(caller_scope):
+                continue  # every call of the caller runs under no_grad: nothing it calls records a graph
             for call, stmt in calls_named(caller_scope, name):
                 ctx = caller_analysis.index.ctx(stmt)
-                if ctx is None or not ctx.loops:
+                if ctx is None or not ctx.loops or (graphs and ctx.grad_off):
                     continue
                 if loop_evidence is not None and not _call_fits(scope, call):
                     continue
@@ -59,7 +71,7 @@ def repeated_call_site(analysis, scope: Scope, depth: int = 0,
                     found = f"called at {short_path(caller_analysis.path)}:{call.lineno}, where {why}"
                     break
             if found is None and caller_scope is not scope:
-                outer = repeated_call_site(caller_analysis, caller_scope, depth + 1, loop_evidence)
+                outer = repeated_call_site(caller_analysis, caller_scope, depth + 1, loop_evidence, container, graphs)
                 if outer is not None:
                     found = f"called by `{caller_scope.name}`, {outer}"
             if found:

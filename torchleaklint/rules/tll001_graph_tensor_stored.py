@@ -289,7 +289,7 @@ def _kept_on_object_per_call(analysis, scope, site, evidence, escape):
         return None
     from ..analysis.repetition import repeated_call_site
 
-    return repeated_call_site(analysis, scope)
+    return repeated_call_site(analysis, scope, container=site.container, graphs=True)
 
 
 def _backpropagated_elsewhere(analysis, container: str) -> bool:
