@@ -17,7 +17,7 @@ from .graph import CONVENTION, Evidence
 from .module_index import Scope, calls_named
 from .objects import PARALLEL_WRAPPERS
 from .names import dotted
-from .summaries import argument_for
+from .summaries import argument_for, stmt_of
 
 MAX_DEPTH = 3
 LOSS_SUFFIXES = ("loss", "criterion")
@@ -103,7 +103,58 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
                 and node.args and dotted(node.args[0]) and \
                 frozen_module(analysis, scope, dotted(node.args[0]), d.stmt, depth + 1):
             return True
+    if depth < 3 and "." not in module:
+        defs = analysis.flow.reaching(scope, module, stmt)
+        if defs and all(_frozen_where_made(analysis, scope, d, depth) for d in defs):
+            return True
     return False
+
+
+def _frozen_where_made(analysis, scope: Scope, d, depth: int) -> bool:
+    """``vae, ema_vae = load_vaes(H)`` where the factory freezes what it returns second, or
+    a parameter for which every caller in the linted files passes a frozen module."""
+    if d.kind == "param":
+        return _every_caller_passes_frozen(analysis, scope, d.key, depth)
+    if d.kind != "assign" or not isinstance(d.value, ast.Call):
+        return False
+    refs = analysis.graph.kinds.resolve_functions(d.value.func, scope, d.stmt)
+    if len(refs) != 1 or analysis.project is None:
+        return False
+    found = analysis.project.scope_for(refs[0])
+    if found is None:
+        return False
+    factory_analysis, factory = found
+    returns = [(r, stmt_of(factory_analysis, factory, r)) for r in factory.returns]
+    if not returns:
+        return False
+    for value, at in returns:
+        if d.index is not None:
+            if not isinstance(value, ast.Tuple) or d.index >= len(value.elts) or d.arity != len(value.elts):
+                return False
+            value = value.elts[d.index]
+        name = dotted(value)
+        if name is None or at is None or not frozen_module(factory_analysis, factory, name, at, depth + 1):
+            return False
+    return True
+
+
+def _every_caller_passes_frozen(analysis, scope: Scope, param: str, depth: int) -> bool:
+    project = analysis.project
+    if project is None or not scope.is_function or scope.class_name or param not in scope.params:
+        return False
+    callers = project.callers(scope.name, module=analysis.index.module_name)
+    if not callers or any(entry is None for entry in callers):
+        return False
+    position = scope.params.index(param)
+    seen = 0
+    for caller_analysis, caller_scope in callers:
+        for call, at in calls_named(caller_scope, scope.name):
+            arg = argument_for(call, position, param)
+            name = dotted(arg) if arg is not None else None
+            if name is None or not frozen_module(caller_analysis, caller_scope, name, at, depth + 1):
+                return False
+            seen += 1
+    return seen > 0
 
 
 _CHAIN_METHODS = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half", "double"})

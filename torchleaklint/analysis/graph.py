@@ -377,7 +377,15 @@ class GraphOracle:
             return module
         summary = self.kinds.call_summary(call, scope, stmt, 0, oracle=self)
         if summary is not None:
-            return summary.whole()
+            whole = summary.whole()
+            if whole is not None and self._frozen_receiver(call, scope, stmt):
+                # ``ema_vae.forward_get_latents(x)`` on a frozen module: a graph only through its inputs
+                for arg in list(call.args) + [k.value for k in call.keywords]:
+                    ev = self._expr(arg, scope, stmt, bindings, depth)
+                    if ev is not None:
+                        return ev
+                return None
+            return whole
         if qual == "torch.autograd.grad" and not _creates_graph(call):
             return None  # gradients without ``create_graph=True`` are graph-free leaves
         if qual.startswith(TENSOR_FUNCTION_NAMESPACES):
@@ -415,6 +423,21 @@ class GraphOracle:
         name = dotted(call.func)
         if name is None:
             return False
+        from .forward_input import frozen_module
+
+        return frozen_module(self.analysis, scope, name, stmt)
+
+    def _frozen_receiver(self, call, scope: Scope, stmt) -> bool:
+        """A method called on a module instance that is frozen where it runs."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return False
+        name = dotted(func.value)
+        if name is None:
+            return False
+        kind = self.kinds.kind_of(func.value, scope, stmt)
+        if kind is not None and not kind.is_module:
+            return False  # a parameter's kind is unknown: its freezing, found through callers, says it
         from .forward_input import frozen_module
 
         return frozen_module(self.analysis, scope, name, stmt)
