@@ -10,6 +10,7 @@ by analysing the callee's module; parsed modules are kept in a bounded cache.
 from __future__ import annotations
 
 import ast
+import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple
@@ -236,8 +237,33 @@ class ProjectIndex:
                 imported = self._imported_modules(caller_module)
                 if module not in imported and any(m == caller_module or m in imported for m in definers):
                     continue
+                if not self.import_connected(caller_module, module):
+                    continue  # another program in the same tree: no object of ``module`` reaches it
             out.append(site)
         return out
+
+    def import_connected(self, first: str, second: str) -> bool:
+        """Are the two modules linked by a chain of project imports, in either direction
+        (one imports the other, or both are imported by one program)? Scripts side by side
+        in one tree that share nothing are separate programs: an object built in one never
+        reaches a call in the other."""
+        key = ("import_components",)
+        if key not in self.memo:
+            parent: Dict[str, str] = {m: m for m in self.tables}
+
+            def root(m: str) -> str:
+                while parent[m] != m:
+                    parent[m] = parent[parent[m]]
+                    m = parent[m]
+                return m
+
+            for module in self.tables:
+                for other in self._imported_modules(module):
+                    if other in parent:
+                        parent[root(module)] = root(other)
+            self.memo[key] = {m: root(m) for m in self.tables}
+        components = self.memo[key]
+        return first not in components or second not in components or components[first] == components[second]
 
     def classes_named(self, name: str) -> List[str]:
         """The modules that define a class called ``name``, in table order."""
@@ -256,6 +282,10 @@ class ProjectIndex:
             table = self.tables.get(module)
             found = set()
             for qualified in (table.imports.values() if table is not None else ()):
+                sibling = self._sibling_variant(table, qualified)
+                if sibling is not None:
+                    found.add(sibling)  # ``from env import Env`` beside ``env.py``: that file, not a namesake
+                    continue
                 target = self.find_module(qualified)
                 if target is None:
                     resolved = self.resolve_symbol(qualified)
@@ -264,6 +294,27 @@ class ProjectIndex:
                     found.add(target)
             self.memo[key] = frozenset(found)
         return self.memo[key]
+
+    def _sibling_variant(self, table, qualified: str) -> Optional[str]:
+        """The module a script's top-level import names when several files of the tree share
+        that name (``env``, ``env__2``): the one beside the importing file, which is first on
+        ``sys.path`` when the script runs."""
+        head = qualified.split(".", 1)[0]
+        if head not in self.tables or not table.path:
+            return None
+        folder = os.path.dirname(os.path.normpath(table.path))
+        n = 1
+        while True:
+            name = head if n == 1 else f"{head}__{n}"
+            other = self.tables.get(name)
+            if other is None:
+                return None
+            path = os.path.normpath(other.path or "")
+            if os.path.dirname(path) == folder and os.path.basename(path) in (head + ".py",):
+                return name
+            if os.path.basename(os.path.dirname(path)) == head and os.path.dirname(os.path.dirname(path)) == folder:
+                return name  # ``head/__init__.py`` beside the importer
+            n += 1
 
     def instance_names(self, class_name: str) -> Set[str]:
         out: Set[str] = set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional, Tuple
 
+from .graph import STRONG
 from .module_index import Scope
 
 MAX_BASES = 12  # project classes walked up from one class
@@ -72,19 +73,35 @@ def _project_class(project, module: str, base: str) -> Optional[Tuple[str, str]]
 
 
 def calls_another_hierarchy(caller_analysis, caller: Scope, name: str, analysis, class_name: str) -> bool:
-    """Does ``caller`` reach ``name`` only as ``self.<name>(...)`` from a method of a class
-    unrelated to ``class_name`` (neither it, nor a project base or subclass of it)? Such a
-    call runs the caller's own class's method: ``ERM.update`` calling ``self.predict(x)``
-    never runs another algorithm's ``predict``."""
-    if not caller.class_name:
-        return False
-    calls = [call for call, _ in caller.calls
+    """Does ``caller`` reach ``name`` only on objects of classes unrelated to ``class_name``
+    (neither it, nor a project base or subclass of it)? ``self.<name>(...)`` in a method of
+    another class runs that class's method (``ERM.update`` calling ``self.predict(x)`` never
+    runs another algorithm's ``predict``); ``self.game.act(a)`` where ``self.game`` is built
+    from another project class runs that class's ``act``."""
+    calls = [(call, stmt) for call, stmt in caller.calls
              if isinstance(call.func, ast.Attribute) and call.func.attr == name]
-    if not calls or not all(isinstance(c.func.value, ast.Name) and c.func.value.id == "self" for c in calls):
+    if not calls:
         return False
-    mine = {(a.index.module_name, cls) for a, cls in _class_and_bases(analysis, class_name)}
-    theirs = {(a.index.module_name, cls) for a, cls in _class_and_bases(caller_analysis, caller.class_name)}
-    # ``self`` in the caller is an instance of its class or of a subclass: the method is
-    # reached when its class is among the caller's bases, or the caller's class among its.
-    return (analysis.index.module_name, class_name) not in theirs and \
-        (caller_analysis.index.module_name, caller.class_name) not in mine
+    mine = None
+    for call, stmt in calls:
+        receiver = call.func.value
+        if isinstance(receiver, ast.Name) and receiver.id == "self":
+            if not caller.class_name:
+                return False
+            other = (caller_analysis, caller.class_name)
+        else:
+            kind = caller_analysis.graph.kinds.kind_of(receiver, caller, stmt)
+            if kind is None or kind.class_ref is None or kind.strength != STRONG or kind.by_attribute_name:
+                return False  # an object of unknown class may be one of ours
+            owner = caller_analysis.project.analysis(kind.class_ref[0]) if caller_analysis.project else None
+            if owner is None:
+                return False
+            other = (owner, kind.class_ref[1])
+        if mine is None:
+            mine = {(a.index.module_name, cls) for a, cls in _class_and_bases(analysis, class_name)}
+        theirs = {(a.index.module_name, cls) for a, cls in _class_and_bases(*other)}
+        # an instance of the receiver's class or of a subclass: the method is reached when
+        # its class is among the receiver's bases, or the receiver's class among its.
+        if (analysis.index.module_name, class_name) in theirs or (other[0].index.module_name, other[1]) in mine:
+            return False
+    return True
