@@ -258,7 +258,10 @@ class ProjectIndex:
                 return m
 
             for module in self.tables:
-                for other in self._imported_modules(module):
+                linked = set(self._imported_modules(module))
+                if "." in module:
+                    linked.add(module.rsplit(".", 1)[0])  # importing ``pkg.sub`` runs ``pkg/__init__.py``
+                for other in linked:
                     if other in parent:
                         parent[root(module)] = root(other)
             self.memo[key] = {m: root(m) for m in self.tables}
@@ -283,9 +286,8 @@ class ProjectIndex:
             found = set()
             for qualified in (table.imports.values() if table is not None else ()):
                 sibling = self._sibling_variant(table, qualified)
-                if sibling is not None:
-                    found.add(sibling)  # ``from env import Env`` beside ``env.py``: that file, not a namesake
-                    continue
+                if sibling is not None:  # ``from env import Env`` beside ``env.py``: that file, not a namesake
+                    qualified = sibling + qualified[len(qualified.split(".", 1)[0]):]
                 target = self.find_module(qualified)
                 if target is None:
                     resolved = self.resolve_symbol(qualified)
@@ -300,8 +302,8 @@ class ProjectIndex:
         that name (``env``, ``env__2``): the one beside the importing file, which is first on
         ``sys.path`` when the script runs."""
         head = qualified.split(".", 1)[0]
-        if head not in self.tables or not table.path:
-            return None
+        if head not in self.tables or f"{head}__2" not in self.tables or not table.path:
+            return None  # one module of that name: nothing to choose
         folder = os.path.dirname(os.path.normpath(table.path))
         n = 1
         while True:

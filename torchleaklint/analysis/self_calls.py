@@ -90,18 +90,48 @@ def calls_another_hierarchy(caller_analysis, caller: Scope, name: str, analysis,
                 return False
             other = (caller_analysis, caller.class_name)
         else:
-            kind = caller_analysis.graph.kinds.kind_of(receiver, caller, stmt)
-            if kind is None or kind.class_ref is None or kind.strength != STRONG or kind.by_attribute_name:
+            others = _receiver_classes(caller_analysis, caller, receiver, stmt)
+            if others is None:
                 return False  # an object of unknown class may be one of ours
-            owner = caller_analysis.project.analysis(kind.class_ref[0]) if caller_analysis.project else None
-            if owner is None:
-                return False
-            other = (owner, kind.class_ref[1])
         if mine is None:
             mine = {(a.index.module_name, cls) for a, cls in _class_and_bases(analysis, class_name)}
-        theirs = {(a.index.module_name, cls) for a, cls in _class_and_bases(*other)}
-        # an instance of the receiver's class or of a subclass: the method is reached when
-        # its class is among the receiver's bases, or the receiver's class among its.
-        if (analysis.index.module_name, class_name) in theirs or (other[0].index.module_name, other[1]) in mine:
-            return False
+        for other in ([other] if isinstance(receiver, ast.Name) and receiver.id == "self" else others):
+            theirs = {(a.index.module_name, cls) for a, cls in _class_and_bases(*other)}
+            # an instance of the receiver's class or of a subclass: the method is reached when
+            # its class is among the receiver's bases, or the receiver's class among its.
+            if (analysis.index.module_name, class_name) in theirs or (other[0].index.module_name, other[1]) in mine:
+                return False
     return True
+
+
+def _receiver_classes(analysis, scope: Scope, receiver, stmt) -> Optional[List[Tuple[object, str]]]:
+    """The project classes of every object ``receiver`` may be where ``stmt`` runs (each
+    binding of ``self.actor`` in the class's methods, each definition of a local reaching
+    it), or None when one of them is not a project class built right there."""
+    from .names import dotted
+
+    key = dotted(receiver)
+    project = analysis.project
+    if key is None or project is None:
+        return None
+    if key.startswith("self.") and key.count(".") == 1 and scope.class_name:
+        bindings = [(d, method) for method in analysis.index.methods(scope.class_name) for d in method.defs_of(key)]
+    elif "." not in key:
+        bindings = [(d, scope) for d in analysis.flow.reaching(scope, key, stmt)]
+    else:
+        return None
+    if not bindings:
+        return None
+    kinds = analysis.graph.kinds
+    out = []
+    for d, where in bindings:
+        if d.kind != "assign" or d.index is not None or not isinstance(d.value, ast.Call):
+            return None
+        kind = kinds.value_kind(d.value, where, d.stmt)
+        if kind is None or kind.class_ref is None or kind.strength != STRONG or kind.by_attribute_name:
+            return None
+        owner = project.analysis(kind.class_ref[0])
+        if owner is None:
+            return None
+        out.append((owner, kind.class_ref[1]))
+    return out
