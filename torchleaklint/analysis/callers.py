@@ -34,6 +34,8 @@ def argument_evidence(analysis, scope: Scope, param: str, depth: int = 0):
             if found is None:
                 continue
             caller_analysis, caller_scope = found
+            if not project.import_connected(caller_analysis.index.module_name, analysis.index.module_name):
+                continue  # another program of the tree: its objects never reach this function
             ev = _from_calls(caller_analysis, caller_scope, name, position, param, depth, scope)
             if ev is not None:
                 return ev

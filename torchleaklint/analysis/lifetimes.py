@@ -299,11 +299,23 @@ def legitimate_keep(analysis, scope: Scope, key: str, stmt, loop) -> Optional[Ke
     if sampled is not None:
         return Keep(sampled)
     ret = flow.flows_into_return(scope, key)
+    if ret is not None and "." in key and not _returns_whole(scope, key, ret):
+        ret = None  # ``return [tmp1, tmp2]`` drawn from ``self.images``: the rest stays on the object
     if ret is not None:
         backward = loop_calls_backward(analysis, scope, loop) if loop is not None else function_calls_backward(analysis, scope)
         if backward is None and callers_may_backpropagate(analysis, scope) and not _returned_graph_free(analysis, scope, key):
             return Keep(f"`{key}` is returned to the caller (line {ret}), which may backpropagate it")
     return None
+
+
+def _returns_whole(scope: Scope, key: str, line: int) -> bool:
+    """Does a return at ``line`` hand back the object's container itself (``return
+    self.hiddens``), rather than entries drawn from it?"""
+    for stmt in scope.statements:
+        if isinstance(stmt, ast.Return) and stmt.lineno == line and stmt.value is not None:
+            values = stmt.value.elts if isinstance(stmt.value, ast.Tuple) else [stmt.value]
+            return any(dotted(v) == key for v in values)
+    return True  # not found: keep the caller's benefit of the doubt
 
 
 def _handed_to_backward(analysis, scope: Scope, key: str, store) -> Optional[Keep]:

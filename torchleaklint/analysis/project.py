@@ -234,7 +234,7 @@ class ProjectIndex:
         for site in sites:
             caller_module = site[0]
             if caller_module != module:
-                imported = self._imported_modules(caller_module)
+                imported = self.imported_modules(caller_module)
                 if module not in imported and any(m == caller_module or m in imported for m in definers):
                     continue
                 if not self.import_connected(caller_module, module):
@@ -247,6 +247,12 @@ class ProjectIndex:
         (one imports the other, or both are imported by one program)? Scripts side by side
         in one tree that share nothing are separate programs: an object built in one never
         reaches a call in the other."""
+        if first not in self.tables or second not in self.tables:
+            return True
+        return second in self.import_component(first)
+
+    def import_component(self, module: str) -> FrozenSet[str]:
+        """The modules linked to ``module`` by project imports (and package membership)."""
         key = ("import_components",)
         if key not in self.memo:
             parent: Dict[str, str] = {m: m for m in self.tables}
@@ -257,16 +263,18 @@ class ProjectIndex:
                     m = parent[m]
                 return m
 
-            for module in self.tables:
-                linked = set(self._imported_modules(module))
-                if "." in module:
-                    linked.add(module.rsplit(".", 1)[0])  # importing ``pkg.sub`` runs ``pkg/__init__.py``
+            for name in parent:
+                linked = set(self.imported_modules(name))
+                if "." in name:
+                    linked.add(name.rsplit(".", 1)[0])  # importing ``pkg.sub`` runs ``pkg/__init__.py``
                 for other in linked:
                     if other in parent:
-                        parent[root(module)] = root(other)
-            self.memo[key] = {m: root(m) for m in self.tables}
-        components = self.memo[key]
-        return first not in components or second not in components or components[first] == components[second]
+                        parent[root(name)] = root(other)
+            groups: Dict[str, Set[str]] = {}
+            for name in parent:
+                groups.setdefault(root(name), set()).add(name)
+            self.memo[key] = {name: frozenset(groups[root(name)]) for name in parent}
+        return self.memo[key].get(module, frozenset({module}))
 
     def classes_named(self, name: str) -> List[str]:
         """The modules that define a class called ``name``, in table order."""
@@ -278,7 +286,7 @@ class ProjectIndex:
             self._classes_by_name = by
         return self._classes_by_name.get(name, [])
 
-    def _imported_modules(self, module: str) -> FrozenSet[str]:
+    def imported_modules(self, module: str) -> FrozenSet[str]:
         """The project modules ``module`` imports (or imports names from)."""
         key = ("imported_modules", module)
         if key not in self.memo:

@@ -66,9 +66,7 @@ def _class_and_bases(analysis, class_name: str) -> List[Tuple[object, str]]:
 def _project_class(project, module: str, base: str) -> Optional[Tuple[str, str]]:
     found = project.resolve_class(module, base)
     if found is None and "." in base:
-        found = project.resolve_symbol(base)
-    if found is None or found[1] not in project.tables[found[0]].classes:
-        return None
+        found = project.qualified_class(base)  # also through a package that re-exports it
     return found
 
 

@@ -91,7 +91,8 @@ class RecordingProjectIndex(ProjectIndex):
     """A project index that records, per linted file, the cross-file facts it hands out,
     and keeps parsed modules (not their analyses) between files."""
 
-    QUERIES = ("find_module", "functions_named", "call_sites", "instance_names", "attribute_classes", "classes_named")
+    QUERIES = ("find_module", "functions_named", "call_sites", "instance_names", "attribute_classes", "classes_named",
+               "import_component", "imported_modules")
 
     def __init__(self, loader=None, cache_size: int = 64) -> None:
         super().__init__(loader=self._load_tracked if loader is not None else None, cache_size=cache_size)
@@ -194,6 +195,12 @@ class RecordingProjectIndex(ProjectIndex):
 
     def classes_named(self, name: str):
         return self._answer("classes_named", name, super().classes_named)
+
+    def import_component(self, module: str):
+        return self._answer("import_component", module, super().import_component)
+
+    def imported_modules(self, module: str):
+        return self._answer("imported_modules", module, super().imported_modules)
 
     def analysis(self, module: str):
         if self.recording is not None and self._quiet == 0:

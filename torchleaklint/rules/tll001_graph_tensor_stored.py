@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.backward_reach import gradient_points
+from ..analysis.callers import argument_evidence
 from ..analysis.carried import detached_read
 from ..analysis.graph import CONVENTION
 from ..analysis.names import dotted
@@ -172,7 +173,7 @@ for x in batches:
                     continue  # ``metric.add(x)`` on a project class: its own method, judged by TLL002's summaries
                 if site.call is not None and _class_instance(analysis, scope, site):
                     continue  # ``metric = Accumulator(4)``: a method of a class we cannot see, not a container
-                evidence = graph.carrying(site.value, site.stmt)
+                evidence = graph.carrying(site.value, site.stmt) or _passed_in(analysis, scope, site)
                 if evidence is None or _joined_as_text(scope, site.container):
                     continue
                 own = [d for d in scope.defs_of(site.container) if d.kind == "aug"]
@@ -290,6 +291,19 @@ def _kept_on_object_per_call(analysis, scope, site, evidence, escape):
     from ..analysis.repetition import repeated_call_site
 
     return repeated_call_site(analysis, scope, container=site.container, graphs=True)
+
+
+def _passed_in(analysis, scope, site):
+    """``self.images.append(image)`` in a method whose callers pass a graph-carrying value
+    for the parameter ``image`` (an image pool fed the generators' outputs): what the callers
+    pass is what is kept. Only for object state, which outlives the call."""
+    value = site.value
+    if not (isinstance(value, ast.Name) and value.id in scope.params and scope.class_name
+            and site.container.startswith("self.")):
+        return None
+    if any(d.kind != "param" for d in analysis.flow.reaching(scope, value.id, site.stmt)):
+        return None  # rebound before the store: its own value decides
+    return argument_evidence(analysis, scope, value.id)
 
 
 def _backpropagated_elsewhere(analysis, container: str) -> bool:
