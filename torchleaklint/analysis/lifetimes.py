@@ -93,7 +93,7 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
         return None
     # The value escapes every loop between the store and the container's creation.
     outside = [d for d in reaching if not contains(loop, d.stmt)] or reaching
-    if steps_between_refills(analysis, scope, ctx.loops, outside, stmt):
+    if steps_between_refills(analysis, scope, ctx.loops, outside, stmt, key):
         return None
     # A loop whose iterations re-create the value only sometimes (``if n % log_every == 0:
     # total = 0``) does not bound it: the value still spans several of its iterations.
@@ -105,7 +105,7 @@ def outlives_iteration(analysis, scope: Scope, stmt, key: str, own_defs=()) -> O
                   escaped[0] if escaped else loop)
 
 
-def steps_between_refills(analysis, scope: Scope, loops, defs, stmt=None) -> bool:
+def steps_between_refills(analysis, scope: Scope, loops, defs, stmt=None, key: Optional[str] = None) -> bool:
     """Is the container re-created at the head of a loop whose every iteration is a
     training step of its own? ``for batch in loader: d_losses = []`` filled by an inner
     ``for _ in range(n_critic)`` and followed by ``g_loss.backward()`` in the batch loop:
@@ -117,8 +117,17 @@ def steps_between_refills(analysis, scope: Scope, loops, defs, stmt=None) -> boo
     for outer in loops:
         # re-created on every iteration, or at least on every one that stores into it (both
         # under the same ``if``): the store never sees an earlier iteration's container
-        if all(contains(outer, d.stmt) and (every_iteration(analysis, d.stmt, outer) or (
-                stmt is not None and analysis.flow.dominates(d, stmt))) for d in defs):
+        fresh = [d for d in defs if contains(outer, d.stmt) and (every_iteration(analysis, d.stmt, outer) or (
+            stmt is not None and analysis.flow.dominates(d, stmt)))]
+        if fresh and stmt is not None and any(start_of(d.stmt) < start_of(stmt) for d in fresh):
+            # a rebinding after the store in the same iteration (``xs = torch.cat(xs)``) reaches
+            # it only around the loop, through the re-creation at the top
+            first = min(start_of(d.stmt) for d in fresh)
+            rest = [d for d in defs if d not in fresh and not (contains(outer, d.stmt) and start_of(d.stmt) > start_of(stmt)
+                                                                and first < start_of(stmt))]
+        else:
+            rest = [d for d in defs if d not in fresh]
+        if fresh and not rest:
             refill = outer
     if refill is None and scope.is_function and all(
             analysis.index.ctx(d.stmt) is not None and not analysis.index.ctx(d.stmt).loops for d in defs):
@@ -127,12 +136,16 @@ def steps_between_refills(analysis, scope: Scope, loops, defs, stmt=None) -> boo
         return _steps_at_level(analysis, scope, None, optimizer_only=True)
     if refill is None or refill is loops[-1]:
         return False
-    return _steps_at_level(analysis, scope, refill)
+    return _steps_at_level(analysis, scope, refill, key=key, store=stmt)
 
 
-def _steps_at_level(analysis, scope: Scope, loop, optimizer_only: bool = False) -> bool:
+def _steps_at_level(analysis, scope: Scope, loop, optimizer_only: bool = False, key: Optional[str] = None,
+                    store=None) -> bool:
     """Does ``loop`` (the function's own body when None) run a backward pass or an
-    optimizer step at its own level, not in a loop nested in it?"""
+    optimizer step at its own level, not in a loop nested in it? A project helper that runs
+    the backward counts when what it backpropagates is built from ``key`` (the container
+    refilled there), or when the value stored at ``store`` comes back from such a helper:
+    then the kept graphs are the ones each step uses, not a rollout held beside them."""
     index = analysis.index
 
     def own_level(stmt) -> bool:
@@ -150,12 +163,47 @@ def _steps_at_level(analysis, scope: Scope, loop, optimizer_only: bool = False) 
                 return True
     for call, stmt in scope.calls:
         func = call.func
+        if not optimizer_only and inside(call) and own_level(stmt) and (
+                _consumes(analysis, scope, call, key) or _returned_by_helper_step(analysis, scope, store)) \
+                and _helper_runs_backward(analysis, scope, call, stmt):
+            return True  # ``self.optimize(self.dis_opt, d_loss)``: a project helper runs the step
         if not (isinstance(func, ast.Attribute) and func.attr == "step" and inside(call) and own_level(stmt)):
             continue
         owners = [func.value.value if isinstance(func.value, ast.Subscript) else func.value] + list(call.args[:1])
         if any(_optimizer_name((dotted(o) or "").rsplit(".", 1)[-1]) for o in owners):
             return True  # ``optimizer.step()``, ``scaler.step(self.D_opt)``
     return False
+
+
+def _consumes(analysis, scope: Scope, call, key: Optional[str]) -> bool:
+    """Is ``key`` among what the call's arguments are built from, through definitions that
+    keep the graph (``d_loss += criterion(torch.cat(all_real))`` handed to the helper)?"""
+    if key is None:
+        return False
+    from .module_index import expr_keys
+
+    args = list(call.args) + [k.value for k in call.keywords]
+    keys = set().union(*(expr_keys(a) for a in args)) if args else set()
+    return key in analysis.flow.attached_sources_of(scope, keys)
+
+
+def _returned_by_helper_step(analysis, scope: Scope, store) -> bool:
+    """``errD_total += errD`` where ``errD = self.train_Dnet(i)``, a helper that ran the
+    backward of what it returns."""
+    if not isinstance(store, ast.AugAssign) or not isinstance(store.value, ast.Name):
+        return False
+    defs = analysis.flow.reaching(scope, store.value.id, store)
+    return bool(defs) and all(d.kind == "assign" and isinstance(d.value, ast.Call)
+                              and _helper_runs_backward(analysis, scope, d.value, d.stmt) for d in defs)
+
+
+def _helper_runs_backward(analysis, scope: Scope, call, stmt) -> bool:
+    """Is ``call`` a call of project functions that each run a backward pass?"""
+    project = analysis.project
+    if project is None or not isinstance(call.func, (ast.Name, ast.Attribute)):
+        return False
+    refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
+    return bool(refs) and len(refs) <= 3 and all(project.calls_backward(r) for r in refs)
 
 
 def _optimizer_name(name: str) -> bool:
