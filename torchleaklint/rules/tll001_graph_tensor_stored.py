@@ -9,6 +9,7 @@ from ..analysis.callers import argument_evidence
 from ..analysis.carried import detached_read
 from ..analysis.graph import CONVENTION
 from ..analysis.names import dotted
+from ..analysis.numpy_buffers import numeric_array
 from ..analysis.lifetimes import handed_as_filled, legitimate_keep, outlives_iteration
 from ..analysis.loops import function_calls_backward, loop_calls_backward
 from ..analysis.stepped_state import module_method
@@ -169,6 +170,8 @@ for x in batches:
                 if site.how == "setitem" and (isinstance(site.key_expr, ast.Constant)
                                               or _key_of_mapping_loop(analysis, site)):
                     continue  # overwritten every iteration: at most one graph alive (per key)
+                if site.how == "setitem" and numeric_array(analysis, scope, site.container, site.stmt):
+                    continue  # ``buf[i] = v`` into ``np.zeros(n)``: the array keeps a number
                 if site.call is not None and graph.kinds.resolve_functions(site.call.func, scope, site.stmt):
                     continue  # ``metric.add(x)`` on a project class: its own method, judged by TLL002's summaries
                 if site.call is not None and _class_instance(analysis, scope, site):
