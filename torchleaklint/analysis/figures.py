@@ -190,7 +190,16 @@ def repeating_loops(analysis, ctx) -> list:
 def _fixed_items(analysis, loop) -> bool:
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    items = loop.iter
+    return _fixed_iterable(analysis, loop, loop.iter)
+
+
+def _fixed_iterable(analysis, loop, items, depth: int = 0) -> bool:
+    if isinstance(items, ast.Call) and isinstance(items.func, ast.Name) and items.args and depth < 3:
+        name = items.func.id
+        if name in ("enumerate", "reversed", "sorted", "list", "tuple"):
+            return _fixed_iterable(analysis, loop, items.args[0], depth + 1)  # ``enumerate(YLABELS)``
+        if name == "zip":
+            return any(_fixed_iterable(analysis, loop, a, depth + 1) for a in items.args)  # the shortest bounds it
     if isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and not items.args \
             and items.func.attr in ("items", "keys", "values"):
         items = items.func.value
@@ -302,9 +311,11 @@ def run_once(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
     """Every call of the function in the linted files is a statement outside any loop, at
     module level (``run_comparison(...)`` at the bottom of a script) or in a top-level
     function that itself runs once that way (``main()`` under ``if __name__ ...``): it
-    makes its figures once per process, which do not accumulate."""
+    makes its figures once per process, which do not accumulate. A method counts the same
+    way, by the calls spelled with its name (``env.plot_stat(rewards)`` at the end of the
+    script); a bound method handed on as a value is not a call the tables see."""
     project = analysis.project
-    if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
+    if project is None or not scope.is_function or scope.parent is not analysis.index.module_scope:
         return None
     me = analysis.index.module_name
     sites = project.call_sites_of(me, scope.name)
@@ -349,14 +360,21 @@ def run_once(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
 
 
 def never_called(analysis, scope: Scope) -> Optional[str]:
-    """A module-level function of a script (a module with an ``if __name__ == "__main__":``
-    block) that nothing in the linted files calls or names: dead code, or a helper whose
-    only calls are commented out. No repetition of it is in view."""
+    """A module-level function that nothing in the linted files calls, imports or names:
+    dead code, a helper whose only calls are commented out, or one kept for the interactive
+    prompt. No repetition of it is in view. In a module that is not a script, only when the
+    linted files hold modules that import it: they are its users, and none uses this one."""
     project = analysis.project
     if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
         return None
-    if project.call_sites(scope.name) or not _is_script(analysis.index.tree):
-        return None  # a library's helper is called by its users, whom the linted files may not hold
+    if project.call_sites(scope.name):
+        return None
+    if not _is_script(analysis.index.tree):
+        module = analysis.index.module_name
+        if not project.importers_of_module(module):
+            return None  # no user of this module is linted (one file in an editor or a hook): unknown
+        if project.name_imported(module, scope.name):
+            return None  # imported by another module, which may hand it on as a value
     for node in ast.walk(analysis.index.tree):
         if isinstance(node, ast.Name) and node.id == scope.name:
             return None  # handed on as a value (a callback, a registry entry)

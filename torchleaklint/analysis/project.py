@@ -286,6 +286,32 @@ class ProjectIndex:
             self._classes_by_name = by
         return self._classes_by_name.get(name, [])
 
+    def name_imported(self, module: str, name: str) -> bool:
+        """Does some project module import ``name`` from ``module`` (or ``module`` with a
+        star import)?"""
+        return bool(self.importers_of_name(f"{module}.{name}"))
+
+    def importers_of_name(self, qualified: str) -> List[str]:
+        """The project modules that import ``qualified`` (``pkg.utils.plot``) by name or
+        import every name of its module with ``*``."""
+        module, name = qualified.rsplit(".", 1)
+        out = []
+        for table in self.tables.values():
+            for local, target in table.imports.items():
+                if local.startswith(STAR):
+                    if self.find_module(target) == module:
+                        out.append(table.module)
+                        break
+                elif target.rsplit(".", 1)[-1] == name and (
+                        target == qualified or self.resolve_symbol(target) == (module, name)):
+                    out.append(table.module)
+                    break
+        return out
+
+    def importers_of_module(self, module: str) -> List[str]:
+        """The other project modules that import ``module`` (or names from it)."""
+        return [name for name in self.tables if name != module and module in self.imported_modules(name)]
+
     def imported_modules(self, module: str) -> FrozenSet[str]:
         """The project modules ``module`` imports (or imports names from)."""
         key = ("imported_modules", module)

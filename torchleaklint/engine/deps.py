@@ -92,7 +92,7 @@ class RecordingProjectIndex(ProjectIndex):
     and keeps parsed modules (not their analyses) between files."""
 
     QUERIES = ("find_module", "functions_named", "call_sites", "instance_names", "attribute_classes", "classes_named",
-               "import_component", "imported_modules")
+               "import_component", "imported_modules", "importers_of_name", "importers_of_module")
 
     def __init__(self, loader=None, cache_size: int = 64) -> None:
         super().__init__(loader=self._load_tracked if loader is not None else None, cache_size=cache_size)
@@ -201,6 +201,12 @@ class RecordingProjectIndex(ProjectIndex):
 
     def imported_modules(self, module: str):
         return self._answer("imported_modules", module, super().imported_modules)
+
+    def importers_of_name(self, qualified: str):
+        return self._answer("importers_of_name", qualified, super().importers_of_name)
+
+    def importers_of_module(self, module: str):
+        return self._answer("importers_of_module", module, super().importers_of_module)
 
     def analysis(self, module: str):
         if self.recording is not None and self._quiet == 0:
