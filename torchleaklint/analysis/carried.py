@@ -41,7 +41,8 @@ def carried_states(analysis, scope: Scope, loop: ast.AST) -> Iterator[CarriedSta
             if _loop_target_between(ctx.loops, loop, key):
                 continue  # ``for imgs, caps in loader: imgs = encoder(imgs)``: the loop rebinds it first
             refs = [n for n in _reads(stmt.value, key)]
-            if not refs or all(_detached_read(n, stmt.value) for n in refs):
+            if not refs or all(_detached_read(n, stmt.value) or _detached_by_callee(analysis, scope, stmt, n)
+                               for n in refs):
                 continue
             if _moved_only(stmt.value, key):
                 continue  # ``memory = memory.to(device)``: the same tensor, no new step of graph
@@ -55,6 +56,18 @@ def carried_states(analysis, scope: Scope, loop: ast.AST) -> Iterator[CarriedSta
             if evidence is None:
                 continue
             yield CarriedState(key, stmt, loop, evidence, refs)
+
+
+def _detached_by_callee(analysis, scope: Scope, stmt, node) -> bool:
+    """``y, memory = model(x, memory)`` whose forward detaches ``memory`` on entry."""
+    from .entry_detach import callee_parameter, detached_on_entry
+
+    for call in ast.walk(stmt.value):
+        if isinstance(call, ast.Call) and (any(a is node for a in call.args)
+                                           or any(k.value is node for k in call.keywords)):
+            found = callee_parameter(analysis, scope, stmt, call, node)
+            return found is not None and detached_on_entry(*found)
+    return False
 
 
 MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "contiguous", "type"})
