@@ -30,6 +30,8 @@ def backpropagated_result(analysis, call: ast.Call, scope: Scope, stmt) -> Optio
     refs = set(kinds.resolve_functions(func, scope, stmt))
     if not refs or len(refs) > MAX_TARGETS:
         return None
+    if all(_returns_fresh(project, ref) for ref in refs):
+        return None  # ``init_hidden`` returns ``weight.new_zeros(...)``: an input of the step, not its graph
     module = analysis.index.module_name
     sites = project.call_sites(name)
     if len(sites) > MAX_CALL_SITES:
@@ -59,3 +61,36 @@ def _scope_named(analysis, qualname: str) -> Optional[Scope]:
         if candidate.is_function and candidate.qualname == qualname:
             return candidate
     return None
+
+
+def _returns_fresh(project, ref) -> bool:
+    """Does every return of the function build new tensors with no graph (``torch.zeros``,
+    ``weight.new_zeros``, a tuple of such), by its spelling?"""
+    from .detachers import TORCH_NON_CARRYING
+    from .graph import _explicitly_detached
+
+    found = project.scope_for(ref)
+    if found is None:
+        return False
+    analysis, scope = found
+    if not scope.returns:
+        return False
+
+    def fresh(expr, depth=0) -> bool:
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return bool(expr.elts) and all(fresh(e, depth) for e in expr.elts)
+        if _explicitly_detached(expr):
+            return True
+        if isinstance(expr, ast.Call):
+            qual = analysis.index.imports.qualname(expr.func) or ""
+            return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in TORCH_NON_CARRYING
+        if isinstance(expr, ast.Name) and depth < 3:
+            from .summaries import stmt_of
+
+            at = stmt_of(analysis, scope, expr)
+            defs = analysis.flow.reaching(scope, expr.id, at) if at is not None else []
+            return bool(defs) and all(d.kind == "assign" and d.index is None and fresh(d.value, depth + 1)
+                                      for d in defs)
+        return False
+
+    return all(fresh(r) for r in scope.returns)

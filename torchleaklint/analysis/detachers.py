@@ -8,7 +8,9 @@ DETACH_METHODS = frozenset({"item", "tolist", "numpy", "detach", "detach_", "siz
                             "is_contiguous", "get_device", "equal", "allclose", "any", "all",
                             "count_nonzero", "__len__", "backward", "zero_", "storage",
                             "untyped_storage", "isclose", "sign", "has_names", "type", "state_dict",
-                            "asnumpy", "cpu_numpy", "multinomial", "bernoulli", "bernoulli_"})
+                            "asnumpy", "cpu_numpy", "multinomial", "bernoulli", "bernoulli_",
+                            # fresh tensors shaped like the receiver, with no graph of their own
+                            "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
 # Draws from a ``torch.distributions`` object carry no graph (``rsample`` does).
 DISTRIBUTION_DRAWS = frozenset({"sample", "sample_n", "enumerate_support"})
 NON_CARRYING_ATTRS = frozenset({"shape", "dtype", "device", "grad", "data", "requires_grad", "param_groups",
