@@ -8,6 +8,7 @@ import ast
 
 from .module_index import calls_named
 from .names import dotted
+from .repetition import repeated_call_site
 
 
 def _constructors(analysis, class_name):
@@ -37,17 +38,24 @@ def short_lived(analysis, class_name) -> bool:
 
 
 def built_per_call(analysis, class_name) -> bool:
-    """A private class (``_RangeTestCallback``: every construction is in the project)
-    whose every construction is in a function other than a constructor, and whose
-    instance is kept in a local or handed on rather than returned, stored on ``self`` or in
-    a module global: each call of that function builds a fresh object, so its lists live
-    for one call (one search, one fit), not for the process."""
-    callers = _constructors(analysis, class_name) if class_name[:1] == "_" and class_name[:2] != "__" else None
-    if callers is None:
+    """A class whose every construction in the linted files (``Beam(...)`` in each decode,
+    ``_RangeTestCallback()`` in each search) is in a function other than a constructor, and
+    whose instance is kept in a local or handed on rather than returned, stored on ``self``
+    or in a module global: each call of that function builds a fresh object, so its lists
+    live for one call (one search, one fit), not for the process. A public class counts
+    only when those functions are called over and over (a decode per batch): one built by a
+    function the program runs once (``train``) lives for the whole run."""
+    if class_name[:2] == "__":
         return False
-    for _, scope in callers:
+    callers = _constructors(analysis, class_name)
+    if not callers:
+        return False
+    public = class_name[:1] != "_"
+    for caller_analysis, scope in callers:
         if not scope.is_function or scope.name in ("__init__", "__new__", "setup", "__post_init__"):
             return False
+        if public and repeated_call_site(caller_analysis, scope) is None:
+            return False  # a public class built once by a function run once (``train``) lives for the run
         glob = {n for node in ast.walk(scope.node) if isinstance(node, ast.Global) for n in node.names}
         for _, stmt in calls_named(scope, class_name):
             if isinstance(stmt, ast.Return) or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(stmt)):
