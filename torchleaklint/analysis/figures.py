@@ -307,15 +307,17 @@ def _reuses_named_figure(call: ast.Call, qual: str) -> bool:
                for k in call.keywords)
 
 
-def run_once(analysis, scope: Scope, depth: int = 0) -> Optional[str]:
+def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False) -> Optional[str]:
     """Every call of the function in the linted files is a statement outside any loop, at
     module level (``run_comparison(...)`` at the bottom of a script) or in a top-level
     function that itself runs once that way (``main()`` under ``if __name__ ...``): it
-    makes its figures once per process, which do not accumulate. A method counts the same
-    way, by the calls spelled with its name (``env.plot_stat(rewards)`` at the end of the
-    script); a bound method handed on as a value is not a call the tables see."""
+    makes its figures once per process, which do not accumulate. With ``methods``, a method
+    counts the same way, by the calls spelled with its name (``env.plot_stat(rewards)`` at
+    the end of the script); a bound method handed on as a value is not a call the tables see."""
     project = analysis.project
     if project is None or not scope.is_function or scope.parent is not analysis.index.module_scope:
+        return None
+    if scope.class_name and not methods:
         return None
     me = analysis.index.module_name
     sites = project.call_sites_of(me, scope.name)

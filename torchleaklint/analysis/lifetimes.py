@@ -164,7 +164,7 @@ def _steps_at_level(analysis, scope: Scope, loop, optimizer_only: bool = False, 
     for call, stmt in scope.calls:
         func = call.func
         if not optimizer_only and inside(call) and own_level(stmt) and (
-                _consumes(analysis, scope, call, key) or _returned_by_helper_step(analysis, scope, store)) \
+                _consumes(analysis, scope, call, key, store) or _returned_by_helper_step(analysis, scope, store)) \
                 and _helper_runs_backward(analysis, scope, call, stmt):
             return True  # ``self.optimize(self.dis_opt, d_loss)``: a project helper runs the step
         if not (isinstance(func, ast.Attribute) and func.attr == "step" and inside(call) and own_level(stmt)):
@@ -175,16 +175,40 @@ def _steps_at_level(analysis, scope: Scope, loop, optimizer_only: bool = False, 
     return False
 
 
-def _consumes(analysis, scope: Scope, call, key: Optional[str]) -> bool:
-    """Is ``key`` among what the call's arguments are built from, through definitions that
-    keep the graph (``d_loss += criterion(torch.cat(all_real))`` handed to the helper)?"""
+def _consumes(analysis, scope: Scope, call, key: Optional[str], store=None) -> bool:
+    """Is the container ``key``, as the store fills it, among what the call's arguments are
+    built from, through definitions that keep the graph (``d_loss += criterion(torch.cat(
+    all_real))`` handed to the helper; not ``torch.cat(values).detach()``)?"""
     if key is None:
         return False
+    if store is None:
+        return False
+    from .graph import _explicitly_detached
     from .module_index import expr_keys
 
+    call_stmt = next((st for found, st in scope.calls if found is call), None)
+    if call_stmt is None:
+        return False
+    filled = {id(d.stmt) for d in analysis.flow.reaching(scope, key, store) if d.start < start_of(store)}
+    seen = set()
+
+    def reaches(name, at, depth) -> bool:
+        # definition by definition from the call back: ``d_loss += crit(torch.cat(all_real))``
+        # reaches the filled ``all_real``; ``values = torch.cat(values).detach()`` cuts
+        for d in analysis.flow.reaching(scope, name, at):
+            if d.key == key and id(d.stmt) in filled:
+                return True
+            if id(d.stmt) in seen or depth > 12 or d.kind not in ("assign", "aug") or d.value is None:
+                continue
+            seen.add(id(d.stmt))
+            if _explicitly_detached(d.value):
+                continue
+            if any(reaches(n, d.stmt, depth + 1) for n in expr_keys(d.value)):
+                return True
+        return False
+
     args = list(call.args) + [k.value for k in call.keywords]
-    keys = set().union(*(expr_keys(a) for a in args)) if args else set()
-    return key in analysis.flow.attached_sources_of(scope, keys)
+    return any(reaches(n, call_stmt, 0) for a in args for n in expr_keys(a))
 
 
 def _returned_by_helper_step(analysis, scope: Scope, store) -> bool:

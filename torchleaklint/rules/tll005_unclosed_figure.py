@@ -114,7 +114,7 @@ def plot(values, path):
                     repeats = repeating_loops(analysis, sctx)
                     if not scope.is_function and not repeats:
                         continue  # one figure in a script is not a leak
-                    if not repeats and (run_once(analysis, scope) or never_called(analysis, scope)):
+                    if not repeats and (run_once(analysis, scope, methods=True) or never_called(analysis, scope)):
                         continue  # nor is one made by a function the script calls once, or never
                     disposed = disposal(analysis, scope, site.names, site.stmt, site.many) \
                         or closed_by_callers(analysis, scope)
