@@ -312,6 +312,9 @@ def evaluate(model, loader):
         volatile = volatile_input(analysis, scope)
         if volatile is not None:
             return f"grad off: inputs built with `volatile=True` at line {volatile.lineno}"
+        asked = _requests_input_grad(scope)
+        if asked is not None:
+            return f"asks for gradients: `{ast.unparse(asked)}` at line {asked.lineno}"
         # Grad mode through the callers is asked last: it reads other files.
         off = analysis.grad.scope_off(scope)
         if off:
@@ -636,3 +639,28 @@ def _guards(ctx) -> int:
     """How many ``if``/``try`` branches inside the function may skip the statement."""
     return sum(1 for block in ctx.blocks if not isinstance(block, LOOP_TYPES))
 
+
+def _requests_input_grad(scope):
+    """``x.requires_grad_(True)`` or ``x.requires_grad = True`` in the function: it asks for
+    gradients with respect to its inputs (a gradient penalty, a saliency map, input
+    perturbation), which a metric or caller takes with ``autograd.grad``; grad must stay on."""
+    over_parameters = set()
+    for loop in ast.walk(scope.node):
+        if isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Attribute) \
+                and loop.iter.func.attr in ("parameters", "named_parameters"):
+            over_parameters |= {id(n) for n in ast.walk(loop)}  # unfreezing weights asks nothing of inputs
+    # inputs: what the function hands to calls (``model(x)``), not the modules it calls
+    passed = {dotted(a) for c in ast.walk(scope.node) if isinstance(c, ast.Call)
+              for a in list(c.args) + [k.value for k in c.keywords]} - {None}
+    for node in ast.walk(scope.node):
+        if id(node) in over_parameters:
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_":
+            arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "requires_grad"), None)
+            if (arg is None or (isinstance(arg, ast.Constant) and arg.value is True)) and dotted(node.func.value) in passed:
+                return node
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is True \
+                and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" and dotted(t.value) in passed
+                        for t in node.targets):
+            return node
+    return None
