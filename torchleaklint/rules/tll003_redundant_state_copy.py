@@ -129,8 +129,10 @@ def clone(self):
                 for site in stores:
                     if site.stmt is not stmt or not any(n is call for n in ast.walk(site.value)):
                         continue
-                    if site.how == "setitem" and _constant_key(site.key_expr):
-                        continue  # a fixed slot is overwritten, not accumulated
+                    if site.how == "setitem" and (_constant_key(site.key_expr)
+                                                  or _list_container(analysis, scope, site.container, stmt)
+                                                  or _slot_of_own_loop(analysis, stmt, site.container, site.key_expr)):
+                        continue  # a fixed slot, or a slot of a list, is overwritten, not accumulated
                     own = [d for d in scope.defs_of(site.container) if d.kind == "aug"]
                     escape = outlives_iteration(analysis, scope, stmt, site.container, own_defs=own)
                     if escape is None or product_of_call(scope, site.container) \
@@ -373,3 +375,47 @@ def _guarded_by_fixed_list(analysis, scope, stmt) -> bool:
             return True
     return False
 
+
+def _list_container(analysis, scope, key: str, stmt) -> bool:
+    """Is ``key`` bound only to lists (``[None] * n``, ``[copy(g) for g in gens]``,
+    ``list(...)``)? Item assignment replaces an element of a list, it never adds one: the
+    copy it drops is released (``self.parents[i] = deepcopy(...)`` over a population)."""
+    if key.startswith("self.") and key.count(".") == 1 and scope.class_name:
+        defs = [d for method in analysis.index.methods(scope.class_name) for d in method.defs_of(key)]
+    elif "." not in key:
+        defs = analysis.flow.reaching(scope, key, stmt)
+    else:
+        return False
+
+    def is_list(value) -> bool:
+        if isinstance(value, (ast.List, ast.ListComp)):
+            return True
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+            return is_list(value.left) or is_list(value.right)
+        return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list"
+
+    return bool(defs) and all(d.kind == "assign" and d.index is None and is_list(d.value) for d in defs)
+
+
+def _slot_of_own_loop(analysis, stmt, key: str, index) -> bool:
+    """``for i, (parent, opt) in enumerate(zip(self.parents, opts)): self.parents[i] = ...``
+    (or ``for i in range(len(self.parents))``): the index walks the container's own slots,
+    so each assignment replaces one that exists."""
+    from ..analysis.single_pass import loop_counter
+
+    if not isinstance(index, ast.Name):
+        return False
+    ctx = analysis.index.ctx(stmt)
+    for loop in reversed(ctx.loops if ctx else ()):
+        if loop_counter(loop) != index.id:
+            continue
+        call = loop.iter
+        walked = call.args[0] if call.args else None
+        if isinstance(walked, ast.Call) and isinstance(walked.func, ast.Name) and walked.func.id == "zip":
+            walked = walked.args  # any of the zipped sequences bounds the index
+        elif isinstance(walked, ast.Call) and isinstance(walked.func, ast.Name) and walked.func.id == "len" and walked.args:
+            walked = [walked.args[0]]  # ``range(len(self.parents))``
+        else:
+            walked = [walked]
+        return any(dotted(w) == key for w in walked if w is not None)
+    return False
