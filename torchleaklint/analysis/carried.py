@@ -145,7 +145,15 @@ def _parents(root, target):
 def _cut_each_iteration(analysis, scope: Scope, loop, key: str, carrying) -> bool:
     """Is ``key`` detached, re-initialised or detached in place somewhere in the loop?"""
     for stmt in scope.statements:
-        if stmt is carrying or not contains(loop, stmt) or isinstance(stmt, LOOP_TYPES):
+        if stmt is carrying or not contains(loop, stmt):
+            continue
+        if isinstance(stmt, (ast.For, ast.AsyncFor)) and stmt is not loop and dotted(stmt.iter) == key \
+                and isinstance(stmt.target, ast.Name) and any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "detach_"
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == stmt.target.id
+                    for b in stmt.body for n in ast.walk(b)):
+            return True  # ``for s in state: s.detach_()``: every element detached in place
+        if isinstance(stmt, LOOP_TYPES):
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             func = stmt.value.func
