@@ -473,6 +473,23 @@ def callers_may_backpropagate(analysis, scope: Scope) -> bool:
                     return True
                 if caller_analysis.flow.flows_into_return(caller_scope, target) is not None:
                     return True
+                if _handed_to_helper_step(caller_analysis, caller_scope, target):
+                    return True
+    return False
+
+
+def _handed_to_helper_step(analysis, scope: Scope, key: str) -> bool:
+    """``adv_loss = criterion(..., rewards); self.optimize(opt, adv_loss)``: the value flows
+    into what a project helper backpropagates."""
+    from .module_index import expr_keys
+
+    for call, stmt in scope.calls:
+        args = list(call.args) + [k.value for k in call.keywords]
+        if not args:
+            continue
+        keys = set().union(*(expr_keys(a) for a in args))
+        if key in analysis.flow.sources_of(scope, keys) and _helper_runs_backward(analysis, scope, call, stmt):
+            return True
     return False
 
 
