@@ -343,7 +343,8 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False) -> O
             for c, _ in top.calls)
         if not at_top:
             # Called from a function (``train`` in ``train.py``): once only if that function runs once.
-            if depth >= 1 or len(functions) != 1 or run_once(caller_analysis, functions[0], depth + 1) is None:
+            if depth >= 1 or len(functions) != 1 or run_once(caller_analysis, functions[0], depth + 1,
+                                                             methods) is None:
                 return None
             caller_scope = functions[0]
             via = caller_scope.name

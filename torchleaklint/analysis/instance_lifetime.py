@@ -43,8 +43,10 @@ def built_per_call(analysis, class_name) -> bool:
     whose instance is kept in a local or handed on rather than returned, stored on ``self``
     or in a module global: each call of that function builds a fresh object, so its lists
     live for one call (one search, one fit), not for the process. A public class counts
-    only when those functions are called over and over (a decode per batch): one built by a
-    function the program runs once (``train``) lives for the whole run."""
+    only when those functions are called over and over (a decode per batch) and their loops
+    are counted (``range(max_len)``): one built by a function the program runs once
+    (``train``) lives for the whole run, one built per video and updated per frame grows
+    with the video."""
     if class_name[:2] == "__":
         return False
     callers = _constructors(analysis, class_name)
@@ -54,8 +56,11 @@ def built_per_call(analysis, class_name) -> bool:
     for caller_analysis, scope in callers:
         if not scope.is_function or scope.name in ("__init__", "__new__", "setup", "__post_init__"):
             return False
-        if public and repeated_call_site(caller_analysis, scope) is None:
-            return False  # a public class built once by a function run once (``train``) lives for the run
+        if public and (repeated_call_site(caller_analysis, scope) is None or not _counted_loops_only(scope)):
+            # a public class built by a function run once (``train``) lives for the run; one
+            # built per call of a function that walks data (a tracker per video, updated per
+            # frame) grows with the data within the call
+            return False
         glob = {n for node in ast.walk(scope.node) if isinstance(node, ast.Global) for n in node.names}
         for _, stmt in calls_named(scope, class_name):
             if isinstance(stmt, ast.Return) or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(stmt)):
@@ -76,3 +81,16 @@ def built_per_call(analysis, class_name) -> bool:
 def _returned_names(func) -> set:
     return {n.id for node in ast.walk(func) if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom))
             and node.value is not None for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+
+
+def _counted_loops_only(scope) -> bool:
+    """Are all the loops of the function counted (``for t in range(max_len)``, ``while``
+    loops excepted), not walks over data?"""
+    for node in ast.walk(scope.node):
+        if isinstance(node, (ast.While,)):
+            return False
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            it = node.iter
+            if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"):
+                return False
+    return True
