@@ -249,7 +249,10 @@ class ProjectIndex:
         reaches a call in the other."""
         if first not in self.tables or second not in self.tables:
             return True
-        return second in self.import_component(first)
+        own, other = self.import_component(first), self.import_component(second)
+        if len(own) == 1 or len(other) == 1:
+            return True  # a file linked to nothing (pasted or exec'd into a notebook): any program may hold it
+        return second in own
 
     def import_component(self, module: str) -> FrozenSet[str]:
         """The modules linked to ``module`` by project imports (and package membership)."""
