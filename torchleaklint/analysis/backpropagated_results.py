@@ -66,31 +66,28 @@ def _scope_named(analysis, qualname: str) -> Optional[Scope]:
 def _returns_fresh(project, ref) -> bool:
     """Does every return of the function build new tensors with no graph (``torch.zeros``,
     ``weight.new_zeros``, a tuple of such), by its spelling?"""
-    from .detachers import TORCH_NON_CARRYING
-    from .graph import _explicitly_detached
-
     found = project.scope_for(ref)
     if found is None:
         return False
     analysis, scope = found
-    if not scope.returns:
-        return False
+    return bool(scope.returns) and all(_fresh(analysis, scope, r, 0) for r in scope.returns)
 
-    def fresh(expr, depth=0) -> bool:
-        if isinstance(expr, (ast.Tuple, ast.List)):
-            return bool(expr.elts) and all(fresh(e, depth) for e in expr.elts)
-        if _explicitly_detached(expr):
-            return True
-        if isinstance(expr, ast.Call):
-            qual = analysis.index.imports.qualname(expr.func) or ""
-            return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in TORCH_NON_CARRYING
-        if isinstance(expr, ast.Name) and depth < 3:
-            from .summaries import stmt_of
 
-            at = stmt_of(analysis, scope, expr)
-            defs = analysis.flow.reaching(scope, expr.id, at) if at is not None else []
-            return bool(defs) and all(d.kind == "assign" and d.index is None and fresh(d.value, depth + 1)
-                                      for d in defs)
-        return False
+def _fresh(analysis, scope: Scope, expr, depth: int) -> bool:
+    from .detachers import TORCH_NON_CARRYING
+    from .graph import _explicitly_detached
+    from .summaries import stmt_of
 
-    return all(fresh(r) for r in scope.returns)
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return bool(expr.elts) and all(_fresh(analysis, scope, e, depth) for e in expr.elts)
+    if _explicitly_detached(expr):
+        return True
+    if isinstance(expr, ast.Call):
+        qual = analysis.index.imports.qualname(expr.func) or ""
+        return qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in TORCH_NON_CARRYING
+    if isinstance(expr, ast.Name) and depth < 3:
+        at = stmt_of(analysis, scope, expr)
+        defs = analysis.flow.reaching(scope, expr.id, at) if at is not None else []
+        return bool(defs) and all(d.kind == "assign" and d.index is None and _fresh(analysis, scope, d.value, depth + 1)
+                                  for d in defs)
+    return False

@@ -179,36 +179,36 @@ def _consumes(analysis, scope: Scope, call, key: Optional[str], store=None) -> b
     """Is the container ``key``, as the store fills it, among what the call's arguments are
     built from, through definitions that keep the graph (``d_loss += criterion(torch.cat(
     all_real))`` handed to the helper; not ``torch.cat(values).detach()``)?"""
-    if key is None:
+    if key is None or store is None:
         return False
-    if store is None:
-        return False
-    from .graph import _explicitly_detached
     from .module_index import expr_keys
 
     call_stmt = next((st for found, st in scope.calls if found is call), None)
     if call_stmt is None:
         return False
     filled = {id(d.stmt) for d in analysis.flow.reaching(scope, key, store) if d.start < start_of(store)}
-    seen = set()
-
-    def reaches(name, at, depth) -> bool:
-        # definition by definition from the call back: ``d_loss += crit(torch.cat(all_real))``
-        # reaches the filled ``all_real``; ``values = torch.cat(values).detach()`` cuts
-        for d in analysis.flow.reaching(scope, name, at):
-            if d.key == key and id(d.stmt) in filled:
-                return True
-            if id(d.stmt) in seen or depth > 12 or d.kind not in ("assign", "aug") or d.value is None:
-                continue
-            seen.add(id(d.stmt))
-            if _explicitly_detached(d.value):
-                continue
-            if any(reaches(n, d.stmt, depth + 1) for n in expr_keys(d.value)):
-                return True
-        return False
-
+    seen: set = set()
     args = list(call.args) + [k.value for k in call.keywords]
-    return any(reaches(n, call_stmt, 0) for a in args for n in expr_keys(a))
+    return any(_reaches_filled(analysis, scope, n, call_stmt, key, filled, seen, 0) for a in args for n in expr_keys(a))
+
+
+def _reaches_filled(analysis, scope: Scope, name: str, at, key: str, filled: set, seen: set, depth: int) -> bool:
+    """Definition by definition back from ``at``: ``d_loss += crit(torch.cat(all_real))``
+    reaches the filled ``all_real``; ``values = torch.cat(values).detach()`` cuts."""
+    from .graph import _explicitly_detached
+    from .module_index import expr_keys
+
+    for d in analysis.flow.reaching(scope, name, at):
+        if d.key == key and id(d.stmt) in filled:
+            return True
+        if id(d.stmt) in seen or depth > 12 or d.kind not in ("assign", "aug") or d.value is None:
+            continue
+        seen.add(id(d.stmt))
+        if _explicitly_detached(d.value):
+            continue
+        if any(_reaches_filled(analysis, scope, n, d.stmt, key, filled, seen, depth + 1) for n in expr_keys(d.value)):
+            return True
+    return False
 
 
 def _returned_by_helper_step(analysis, scope: Scope, store) -> bool:

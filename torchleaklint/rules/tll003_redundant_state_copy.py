@@ -387,14 +387,15 @@ def _list_container(analysis, scope, key: str, stmt) -> bool:
     else:
         return False
 
-    def is_list(value) -> bool:
-        if isinstance(value, (ast.List, ast.ListComp)):
-            return True
-        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
-            return is_list(value.left) or is_list(value.right)
-        return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list"
+    return bool(defs) and all(d.kind == "assign" and d.index is None and _is_list(d.value) for d in defs)
 
-    return bool(defs) and all(d.kind == "assign" and d.index is None and is_list(d.value) for d in defs)
+
+def _is_list(value) -> bool:
+    if isinstance(value, (ast.List, ast.ListComp)):
+        return True
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        return _is_list(value.left) or _is_list(value.right)
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list"
 
 
 def _slot_of_own_loop(analysis, stmt, key: str, index) -> bool:
