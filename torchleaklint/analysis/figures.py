@@ -324,6 +324,8 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False) -> O
     # another script's function of the same name (every script's ``main``): its calls are its own
     sites = [site for site in sites if site[0] == me or scope.name not in (
         project.tables[site[0]].functions if site[0] in project.tables else ())]
+    # another program of the same tree (a copy of the scripts per algorithm): its calls are its own
+    sites = [site for site in sites if project.import_connected(site[0], me)]
     if not sites or len(sites) > 8:
         return None
     own = 0

@@ -151,6 +151,9 @@ class GraphOracle:
         if value is None:
             return None
         if d.kind == "for":
+            if d.index == 0 and isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name)) \
+                    and last_name(value.func) in ("items", "enumerate") and (d.arity or 0) >= 2:
+                return None  # ``for key, value in d.items()``, ``for i, x in enumerate(xs)``: a key, a count
             return self._elements(value, scope, d.stmt, 0)
         if d.index is not None:
             return self._unpacked(value, d.index, d.arity or 0, scope, d.stmt)

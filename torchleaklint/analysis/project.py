@@ -249,10 +249,12 @@ class ProjectIndex:
         reaches a call in the other."""
         if first not in self.tables or second not in self.tables:
             return True
-        own, other = self.import_component(first), self.import_component(second)
-        if len(own) == 1 or len(other) == 1:
-            return True  # a file linked to nothing (pasted or exec'd into a notebook): any program may hold it
-        return second in own
+        own = self.import_component(first)
+        if second in own:
+            return True
+        # a file that imports nothing at all (pasted or exec'd into a notebook, its names
+        # provided there): any program may hold it
+        return not self.tables[first].imports or not self.tables[second].imports
 
     def import_component(self, module: str) -> FrozenSet[str]:
         """The modules linked to ``module`` by project imports (and package membership)."""
