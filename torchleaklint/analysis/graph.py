@@ -371,23 +371,14 @@ class GraphOracle:
         module = self.kinds.module_call(call, scope, stmt)
         if module is not None:
             if self._frozen(call, scope, stmt):
-                # A frozen module records a graph only through its inputs
-                for arg in list(call.args) + [k.value for k in call.keywords]:
-                    ev = self._expr(arg, scope, stmt, bindings, depth)
-                    if ev is not None:
-                        return ev
-                return None
+                return self._through_arguments(call, scope, stmt, bindings, depth)  # a frozen module
             return module
         summary = self.kinds.call_summary(call, scope, stmt, 0, oracle=self)
         if summary is not None:
             whole = summary.whole()
             if whole is not None and self._frozen_receiver(call, scope, stmt):
-                # ``ema_vae.forward_get_latents(x)`` on a frozen module: a graph only through its inputs
-                for arg in list(call.args) + [k.value for k in call.keywords]:
-                    ev = self._expr(arg, scope, stmt, bindings, depth)
-                    if ev is not None:
-                        return ev
-                return None
+                # ``ema_vae.forward_get_latents(x)`` on a frozen module
+                return self._through_arguments(call, scope, stmt, bindings, depth)
             return whole
         if qual == "torch.autograd.grad" and not _creates_graph(call):
             return None  # gradients without ``create_graph=True`` are graph-free leaves
@@ -429,6 +420,14 @@ class GraphOracle:
         from .forward_input import frozen_module
 
         return frozen_module(self.analysis, scope, name, stmt)
+
+    def _through_arguments(self, call, scope: Scope, stmt, bindings: dict, depth: int) -> Optional[Evidence]:
+        """What a frozen module's call records: a graph only through its inputs."""
+        for arg in list(call.args) + [k.value for k in call.keywords]:
+            ev = self._expr(arg, scope, stmt, bindings, depth)
+            if ev is not None:
+                return ev
+        return None
 
     def _frozen_receiver(self, call, scope: Scope, stmt) -> bool:
         """A method called on a module instance that is frozen where it runs."""

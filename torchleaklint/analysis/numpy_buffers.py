@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from .module_index import Scope
+from .stores import bindings_of
 
 NUMERIC_CONSTRUCTORS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
                                   "full_like", "arange", "linspace", "array", "asarray"})
@@ -19,12 +20,7 @@ _NEEDS_DTYPE = frozenset({"array", "asarray", "zeros_like", "ones_like", "empty_
 
 def numeric_array(analysis, scope: Scope, key: str, stmt) -> bool:
     """Is ``key`` bound only to numeric NumPy arrays where ``stmt`` writes into it?"""
-    if key.startswith("self.") and key.count(".") == 1 and scope.class_name:
-        defs = [d for method in analysis.index.methods(scope.class_name) for d in method.defs_of(key)]
-    elif "." not in key:
-        defs = analysis.flow.reaching(scope, key, stmt)
-    else:
-        return False
+    defs = bindings_of(analysis, scope, key, stmt)
     return bool(defs) and all(d.kind == "assign" and d.index is None and _numeric(analysis, d.value) for d in defs)
 
 
