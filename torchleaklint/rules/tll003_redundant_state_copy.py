@@ -12,7 +12,7 @@ from ..analysis.names import dotted, words
 from ..analysis.state_copies import (copied_again_by_callee, dead_source, flattened_copy, never_read,
                                      per_round_working_set, product_of_call, returns_copies, template_loop)
 from ..analysis.summaries import summary_for
-from ..analysis.stores import all_stores
+from ..analysis.stores import all_stores, bindings_of
 from ..diagnostics import SAFE, UNSAFE, Edit, Fix
 from .base import Invalid, Rule, RuleContext
 
@@ -380,13 +380,7 @@ def _list_container(analysis, scope, key: str, stmt) -> bool:
     """Is ``key`` bound only to lists (``[None] * n``, ``[copy(g) for g in gens]``,
     ``list(...)``)? Item assignment replaces an element of a list, it never adds one: the
     copy it drops is released (``self.parents[i] = deepcopy(...)`` over a population)."""
-    if key.startswith("self.") and key.count(".") == 1 and scope.class_name:
-        defs = [d for method in analysis.index.methods(scope.class_name) for d in method.defs_of(key)]
-    elif "." not in key:
-        defs = analysis.flow.reaching(scope, key, stmt)
-    else:
-        return False
-
+    defs = bindings_of(analysis, scope, key, stmt)
     return bool(defs) and all(d.kind == "assign" and d.index is None and _is_list(d.value) for d in defs)
 
 
