@@ -132,6 +132,10 @@ class ProjectIndex:
         self._call_sites: Optional[Dict[str, List[Tuple[str, str, bool]]]] = None
         self._by_attribute: Optional[Dict[str, List[Tuple[str, str]]]] = None
         self._classes_by_name: Optional[Dict[str, List[str]]] = None
+        # Answers that depend on the symbol tables alone, kept across files until a table changes
+        self._imported: Dict[str, FrozenSet[str]] = {}
+        self._components: Optional[Dict[str, FrozenSet[str]]] = None
+        self._importers: Optional[Dict[str, List[str]]] = None
 
     # -- building -----------------------------------------------------------------------
     def add(self, table: SymbolTable) -> None:
@@ -148,6 +152,9 @@ class ProjectIndex:
         self._call_sites = None
         self._by_attribute = None
         self._classes_by_name = None
+        self._imported = {}
+        self._components = None
+        self._importers = None
 
     def pin(self, module: str, analysis: object) -> None:
         """Keep the analysis of the file being linted so lookups reuse it."""
@@ -258,9 +265,8 @@ class ProjectIndex:
 
     def import_component(self, module: str) -> FrozenSet[str]:
         """The modules linked to ``module`` by project imports (and package membership)."""
-        key = ("import_components",)
-        if key not in self.memo:
-            parent: Dict[str, str] = {m: m for m in self.tables}
+        if self._components is None:
+            parent: Dict[str, str] = {m: m for m in dict.keys(self.tables)}
 
             def root(m: str) -> str:
                 while parent[m] != m:
@@ -268,7 +274,7 @@ class ProjectIndex:
                     m = parent[m]
                 return m
 
-            for name in parent:
+            for name in list(parent):
                 linked = set(self.imported_modules(name))
                 if "." in name:
                     linked.add(name.rsplit(".", 1)[0])  # importing ``pkg.sub`` runs ``pkg/__init__.py``
@@ -278,8 +284,8 @@ class ProjectIndex:
             groups: Dict[str, Set[str]] = {}
             for name in parent:
                 groups.setdefault(root(name), set()).add(name)
-            self.memo[key] = {name: frozenset(groups[root(name)]) for name in parent}
-        return self.memo[key].get(module, frozenset({module}))
+            self._components = {name: frozenset(groups[root(name)]) for name in parent}
+        return self._components.get(module, frozenset({module}))
 
     def classes_named(self, name: str) -> List[str]:
         """The modules that define a class called ``name``, in table order."""
@@ -315,12 +321,18 @@ class ProjectIndex:
 
     def importers_of_module(self, module: str) -> List[str]:
         """The other project modules that import ``module`` (or names from it)."""
-        return [name for name in self.tables if name != module and module in self.imported_modules(name)]
+        if self._importers is None:
+            found: Dict[str, List[str]] = {}
+            for name in dict.keys(self.tables):
+                for other in self.imported_modules(name):
+                    if other != name:
+                        found.setdefault(other, []).append(name)
+            self._importers = found
+        return list(self._importers.get(module, ()))
 
     def imported_modules(self, module: str) -> FrozenSet[str]:
         """The project modules ``module`` imports (or imports names from)."""
-        key = ("imported_modules", module)
-        if key not in self.memo:
+        if module not in self._imported:
             table = self.tables.get(module)
             found = set()
             for qualified in (table.imports.values() if table is not None else ()):
@@ -333,8 +345,8 @@ class ProjectIndex:
                     target = resolved[0] if resolved is not None else None
                 if target is not None:
                     found.add(target)
-            self.memo[key] = frozenset(found)
-        return self.memo[key]
+            self._imported[module] = frozenset(found)
+        return self._imported[module]
 
     def _sibling_variant(self, table, qualified: str) -> Optional[str]:
         """The module a script's top-level import names when several files of the tree share
