@@ -60,8 +60,8 @@ def _walk(analysis, scope, expr, stmt, found, local, depth) -> bool:
             return False  # ``lengths[0] = ...``, ``lengths.append(...)``: written in place
         for d in defs:
             if d.kind == "param":
-                if expr.id == "self" or (scope.params and scope.params[0] == expr.id and scope.class_name):
-                    return False
+                if scope.class_name and scope.params and scope.params[0] == expr.id:
+                    return False  # the receiver, whatever it is called
                 found.add(expr.id)
             elif d.kind == "assign" and d.value is not None:
                 value = d.value

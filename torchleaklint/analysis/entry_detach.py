@@ -46,12 +46,13 @@ def detached_on_entry(analysis, callee: Scope, param: str, depth: int = 0) -> bo
 def callee_parameter(analysis, scope: Scope, stmt, call: ast.Call, arg) -> Optional[Tuple[object, Scope, str]]:
     """The analysis and scope of the project function (or module ``forward``) ``call`` runs
     and the parameter that receives ``arg``, when all are known."""
-    from .keyed_outputs import _forward_of
+    from .keyed_outputs import forward_of
+    from .summaries import parameter_of
 
     project = analysis.project
     if project is None:
         return None
-    found = _forward_of(analysis.graph, call, scope, stmt)
+    found = forward_of(analysis.graph, call, scope, stmt)
     if found is None:
         refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
         if len(refs) != 1:
@@ -60,18 +61,5 @@ def callee_parameter(analysis, scope: Scope, stmt, call: ast.Call, arg) -> Optio
         if found is None:
             return None
     callee_analysis, callee = found
-    spec = getattr(callee.node, "args", None)
-    if not isinstance(spec, ast.arguments):
-        return None
-    positional = [a.arg for a in spec.posonlyargs + spec.args]
-    if callee.class_name and positional and positional[0] in ("self", "cls"):
-        positional = positional[1:]
-    for kw in call.keywords:
-        if kw.value is arg and kw.arg is not None:
-            return callee_analysis, callee, kw.arg
-    for i, a in enumerate(call.args):
-        if isinstance(a, ast.Starred):
-            return None
-        if a is arg:
-            return (callee_analysis, callee, positional[i]) if i < len(positional) else None
-    return None
+    param = parameter_of(call, callee, arg)
+    return (callee_analysis, callee, param) if param is not None else None

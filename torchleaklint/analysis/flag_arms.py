@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from .module_index import Scope, contains
-from .summaries import argument_for
+from .summaries import argument_of, passed_parameters
 
 _UNKNOWN = object()
 
@@ -34,13 +34,11 @@ def flag_bindings(call: ast.Call, callee: Scope) -> Dict[str, object]:
         return {}
     args = node.args
     positional = [a.arg for a in args.posonlyargs + args.args]
-    offset = 1 if callee.class_name and positional and positional[0] in ("self", "cls") else 0
     defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
     out: Dict[str, object] = {}
-    for i, name in enumerate(positional[offset:] + [a.arg for a in args.kwonlyargs]):
-        arg = argument_for(call, i, name) if i < len(positional) - offset else next(
-            (k.value for k in call.keywords if k.arg == name), None)
+    for name in passed_parameters(callee) + [a.arg for a in args.kwonlyargs]:
+        arg = argument_of(call, callee, name)
         value = arg if arg is not None else defaults.get(name)
         if isinstance(value, ast.Constant):
             out[name] = value.value

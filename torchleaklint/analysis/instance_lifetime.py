@@ -87,7 +87,7 @@ def _counted_loops_only(scope) -> bool:
     """Are all the loops of the function counted (``for t in range(max_len)``, ``while``
     loops excepted), not walks over data?"""
     for node in ast.walk(scope.node):
-        if isinstance(node, (ast.While,)):
+        if isinstance(node, ast.While):
             return False
         if isinstance(node, (ast.For, ast.AsyncFor)):
             it = node.iter

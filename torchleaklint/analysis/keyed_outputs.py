@@ -38,7 +38,7 @@ def keyed_output(oracle, expr: ast.Subscript, scope: Scope, stmt):
         if isinstance(d.value, ast.Dict):  # ``out = {"loss": ..., "reward": ...}`` in another branch
             entry = _literal_entry(oracle.analysis, d.value, d.stmt, key)
         else:
-            forward = _forward_of(oracle, d.value, scope, d.stmt)
+            forward = forward_of(oracle, d.value, scope, d.stmt)
             if forward is None:
                 return None
             entry = _entry(forward, key)
@@ -50,7 +50,9 @@ def keyed_output(oracle, expr: ast.Subscript, scope: Scope, stmt):
     return found
 
 
-def _forward_of(oracle, call: ast.Call, scope: Scope, stmt) -> Optional[Tuple[object, Scope]]:
+def forward_of(oracle, call: ast.Call, scope: Scope, stmt) -> Optional[Tuple[object, Scope]]:
+    """The analysis and scope of the ``forward`` a call of a project module instance runs
+    (also through ``nn.DataParallel``), when its class is known."""
     kinds = oracle.kinds
     project = oracle.analysis.project
     func = call.func
@@ -133,7 +135,7 @@ def position_graph_free(oracle, call: ast.Call, index: int, scope: Scope, stmt) 
     return: by its spelling (``decode_lengths = (lengths - 1).tolist()`` returned as the fourth
     item), or because it is computed from parameters alone and this call passes graph-free
     values for them? The module's output as a whole carries a graph; this item does not."""
-    forward = _forward_of(oracle, call, scope, stmt)
+    forward = forward_of(oracle, call, scope, stmt)
     if forward is None:
         return False
     analysis, fscope = forward
@@ -168,19 +170,10 @@ def _spelled_graph_free(analysis, fscope: Scope, item, at) -> bool:
 
 def _arguments_graph_free(oracle, call: ast.Call, fscope: Scope, params, scope: Scope, stmt) -> bool:
     """Does the caller pass a graph-free value for every parameter in ``params``?"""
-    from .summaries import argument_for
+    from .summaries import argument_of
 
-    node = fscope.node.args
-    names = [a.arg for a in list(getattr(node, "posonlyargs", [])) + list(node.args)]
-    names = names[1:] if fscope.class_name else names
-    keyword_only = {a.arg for a in node.kwonlyargs}
     for param in params:
-        if param in keyword_only:
-            arg = argument_for(call, 10 ** 6, param)
-        elif param in names:
-            arg = argument_for(call, names.index(param), param)
-        else:
-            return False  # ``*args``/``**kwargs`` or the receiver
+        arg = argument_of(call, fscope, param)  # none for ``*args``/``**kwargs`` or an omitted one
         if arg is None or oracle._expr(arg, scope, stmt, {}, 0) is not None:
             return False
     return True

@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
-from .loops import function_calls_backward, loop_calls_backward
+from .loops import function_calls_backward, helper_runs_backward, loop_calls_backward
 from .module_index import Scope, calls_named, contains, start_of
 from .names import dotted, words
 from .sampled_store import sampled_store_keep
@@ -161,12 +161,14 @@ def _steps_at_level(analysis, scope: Scope, loop, optimizer_only: bool = False, 
         for site in scope.backward_sites:
             if site.kind != "grad" and inside(site.call) and site.stmt is not None and own_level(site.stmt):
                 return True
+    returned = None  # whether the stored value comes back from a helper step: asked once, when needed
     for call, stmt in scope.calls:
         func = call.func
-        if not optimizer_only and inside(call) and own_level(stmt) and (
-                _consumes(analysis, scope, call, key, store) or _returned_by_helper_step(analysis, scope, store)) \
-                and _helper_runs_backward(analysis, scope, call, stmt):
-            return True  # ``self.optimize(self.dis_opt, d_loss)``: a project helper runs the step
+        if not optimizer_only and inside(call) and own_level(stmt) and helper_runs_backward(analysis, scope, call, stmt):
+            if returned is None:
+                returned = _returned_by_helper_step(analysis, scope, store)
+            if returned or _consumes(analysis, scope, call, stmt, key, store):
+                return True  # ``self.optimize(self.dis_opt, d_loss)``: a project helper runs the step
         if not (isinstance(func, ast.Attribute) and func.attr == "step" and inside(call) and own_level(stmt)):
             continue
         owners = [func.value.value if isinstance(func.value, ast.Subscript) else func.value] + list(call.args[:1])
@@ -175,7 +177,7 @@ def _steps_at_level(analysis, scope: Scope, loop, optimizer_only: bool = False, 
     return False
 
 
-def _consumes(analysis, scope: Scope, call, key: Optional[str], store=None) -> bool:
+def _consumes(analysis, scope: Scope, call, call_stmt, key: Optional[str], store=None) -> bool:
     """Is the container ``key``, as the store fills it, among what the call's arguments are
     built from, through definitions that keep the graph (``d_loss += criterion(torch.cat(
     all_real))`` handed to the helper; not ``torch.cat(values).detach()``)?"""
@@ -183,9 +185,6 @@ def _consumes(analysis, scope: Scope, call, key: Optional[str], store=None) -> b
         return False
     from .module_index import expr_keys
 
-    call_stmt = next((st for found, st in scope.calls if found is call), None)
-    if call_stmt is None:
-        return False
     filled = {id(d.stmt) for d in analysis.flow.reaching(scope, key, store) if d.start < start_of(store)}
     seen: set = set()
     args = list(call.args) + [k.value for k in call.keywords]
@@ -218,16 +217,7 @@ def _returned_by_helper_step(analysis, scope: Scope, store) -> bool:
         return False
     defs = analysis.flow.reaching(scope, store.value.id, store)
     return bool(defs) and all(d.kind == "assign" and isinstance(d.value, ast.Call)
-                              and _helper_runs_backward(analysis, scope, d.value, d.stmt) for d in defs)
-
-
-def _helper_runs_backward(analysis, scope: Scope, call, stmt) -> bool:
-    """Is ``call`` a call of project functions that each run a backward pass?"""
-    project = analysis.project
-    if project is None or not isinstance(call.func, (ast.Name, ast.Attribute)):
-        return False
-    refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
-    return bool(refs) and len(refs) <= 3 and all(project.calls_backward(r) for r in refs)
+                              and helper_runs_backward(analysis, scope, d.value, d.stmt) for d in defs)
 
 
 def _optimizer_name(name: str) -> bool:
@@ -488,7 +478,7 @@ def _handed_to_helper_step(analysis, scope: Scope, key: str) -> bool:
         if not args:
             continue
         keys = set().union(*(expr_keys(a) for a in args))
-        if key in analysis.flow.sources_of(scope, keys) and _helper_runs_backward(analysis, scope, call, stmt):
+        if key in analysis.flow.sources_of(scope, keys) and helper_runs_backward(analysis, scope, call, stmt):
             return True
     return False
 

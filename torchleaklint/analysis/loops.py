@@ -31,19 +31,27 @@ def loop_calls_backward(analysis, scope: Scope, loop: ast.AST, retained: bool = 
             found = f"`.backward()` at line {site.call.lineno}"
             break
     if found is None and analysis.project is not None:
-        kinds = analysis.graph.kinds
         for call, stmt in scope.calls:
             if not contains(loop, call):
                 continue
-            arity = 0
+            arity = 0  # ``a, b = step(batch)``: only functions returning that many values fit
             if isinstance(stmt, ast.Assign) and stmt.value is call and isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
                 arity = len(stmt.targets[0].elts)
-            refs = kinds.resolve_functions(call.func, scope, stmt, arity)
-            if refs and len(refs) <= 3 and all(analysis.project.calls_backward(r) for r in refs):
+            if helper_runs_backward(analysis, scope, call, stmt, arity):
                 found = f"`{ast.unparse(call.func)}()` at line {call.lineno}, which calls `.backward()`"
                 break
     memo[key] = found
     return found
+
+
+def helper_runs_backward(analysis, scope: Scope, call, stmt, arity: int = 0) -> bool:
+    """Is ``call`` a call of project functions (at most three candidates) that each run a
+    backward pass, themselves or through their callees (``self.optimize(opt, loss)``)?"""
+    project = analysis.project
+    if project is None:
+        return False
+    refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt, arity)
+    return bool(refs) and len(refs) <= 3 and all(project.calls_backward(r) for r in refs)
 
 
 def function_calls_backward(analysis, scope: Scope) -> Optional[str]:

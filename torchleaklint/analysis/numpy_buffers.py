@@ -20,8 +20,9 @@ _NEEDS_DTYPE = frozenset({"array", "asarray", "zeros_like", "ones_like", "empty_
 
 def numeric_array(analysis, scope: Scope, key: str, stmt) -> bool:
     """Is ``key`` bound only to numeric NumPy arrays where ``stmt`` writes into it?"""
-    defs = bindings_of(analysis, scope, key, stmt)
-    return bool(defs) and all(d.kind == "assign" and d.index is None and _numeric(analysis, d.value) for d in defs)
+    bindings = bindings_of(analysis, scope, key, stmt)
+    return bool(bindings) and all(d.kind == "assign" and d.index is None and _numeric(analysis, d.value)
+                                  for d, _ in bindings)
 
 
 def _numeric(analysis, value) -> bool:
@@ -37,4 +38,4 @@ def _numeric(analysis, value) -> bool:
     if dtype is None:
         return name not in _NEEDS_DTYPE
     text = ast.unparse(dtype)
-    return "object" not in text and text != "object" and text not in ("None", "O", "'O'", '"O"')
+    return "object" not in text and text not in ("None", "O", "'O'", '"O"')

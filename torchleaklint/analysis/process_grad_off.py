@@ -18,7 +18,7 @@ def constructor_switches_grad_off(analysis, scope: Scope) -> Optional[str]:
     if not scope.class_name or scope.name == "__init__":
         return None
     index = analysis.index
-    methods = index.class_scopes.get(scope.class_name, [])
+    methods = index.methods(scope.class_name)
     init = next((m for m in methods if m.name == "__init__"), None)
     if init is None:
         return None

@@ -363,7 +363,7 @@ class ProjectIndex:
             if other is None:
                 return None
             path = os.path.normpath(other.path or "")
-            if os.path.dirname(path) == folder and os.path.basename(path) in (head + ".py",):
+            if os.path.dirname(path) == folder and os.path.basename(path) == head + ".py":
                 return name
             if os.path.basename(os.path.dirname(path)) == head and os.path.dirname(os.path.dirname(path)) == folder:
                 return name  # ``head/__init__.py`` beside the importer
@@ -432,6 +432,14 @@ class ProjectIndex:
                 return found
         return None
 
+    def base_class(self, module: str, base: str) -> Optional[Tuple[str, str]]:
+        """The project class a base of a class of ``module`` names: as spelled there, or by
+        its qualified name (bases are kept qualified: ``models.model_base.ModelBase``)."""
+        found = self.resolve_class(module, base)
+        if found is None and "." in base:
+            found = self.qualified_class(base)
+        return found
+
     def qualified_class(self, qualified: str) -> Optional[Tuple[str, str]]:
         """The project class a qualified name refers to, also when the module it names only
         re-exports it (``pkg.decoders.ConditionalDecoder`` from ``from .conditional import
@@ -469,8 +477,8 @@ class ProjectIndex:
         out: Set[str] = set()
         for base in self.class_table(module, name) or []:
             out.add(base)
-            found = self.resolve_class(module, base) or (self.qualified_class(base) if "." in base else None)
-            if found and found[1] in self.tables[found[0]].classes:
+            found = self.base_class(module, base)
+            if found:
                 out |= self.class_bases(found[0], found[1], seen)
         return out
 
@@ -498,9 +506,7 @@ class ProjectIndex:
             if qual in table.functions:
                 return [FunctionRef(mod, qual)]
             for base in table.classes.get(cls, []):
-                found = self.resolve_class(mod, base)
-                if found is None and "." in base:  # bases are kept qualified: ``models.model_base.ModelBase``
-                    found = self.qualified_class(base)
+                found = self.base_class(mod, base)
                 if found:
                     todo.append(found)
         return []

@@ -51,7 +51,7 @@ def _class_and_bases(analysis, class_name: str) -> List[Tuple[object, str]]:
     while todo and len(out) < MAX_BASES:
         module, cls = todo.pop(0)
         for base in project.class_table(module, cls) or []:
-            found = _project_class(project, module, base)
+            found = project.base_class(module, base)
             if found is None or found in seen:
                 continue
             seen.add(found)
@@ -61,13 +61,6 @@ def _class_and_bases(analysis, class_name: str) -> List[Tuple[object, str]]:
             out.append((owner, found[1]))
             todo.append(found)
     return out
-
-
-def _project_class(project, module: str, base: str) -> Optional[Tuple[str, str]]:
-    found = project.resolve_class(module, base)
-    if found is None and "." in base:
-        found = project.qualified_class(base)  # also through a package that re-exports it
-    return found
 
 
 def calls_another_hierarchy(caller_analysis, caller: Scope, name: str, analysis, class_name: str) -> bool:
@@ -80,24 +73,20 @@ def calls_another_hierarchy(caller_analysis, caller: Scope, name: str, analysis,
              if isinstance(call.func, ast.Attribute) and call.func.attr == name]
     if not calls:
         return False
-    mine = None
+    mine = {(a.index.module_name, cls) for a, cls in _class_and_bases(analysis, class_name)}
     for call, stmt in calls:
         receiver = call.func.value
         if isinstance(receiver, ast.Name) and receiver.id == "self":
-            if not caller.class_name:
-                return False
-            other = (caller_analysis, caller.class_name)
+            others = [(caller_analysis, caller.class_name)] if caller.class_name else None
         else:
             others = _receiver_classes(caller_analysis, caller, receiver, stmt)
-            if others is None:
-                return False  # an object of unknown class may be one of ours
-        if mine is None:
-            mine = {(a.index.module_name, cls) for a, cls in _class_and_bases(analysis, class_name)}
-        for other in ([other] if isinstance(receiver, ast.Name) and receiver.id == "self" else others):
-            theirs = {(a.index.module_name, cls) for a, cls in _class_and_bases(*other)}
+        if others is None:
+            return False  # an object of unknown class may be one of ours
+        for owner, cls in others:
+            theirs = {(a.index.module_name, c) for a, c in _class_and_bases(owner, cls)}
             # an instance of the receiver's class or of a subclass: the method is reached when
             # its class is among the receiver's bases, or the receiver's class among its.
-            if (analysis.index.module_name, class_name) in theirs or (other[0].index.module_name, other[1]) in mine:
+            if (analysis.index.module_name, class_name) in theirs or (owner.index.module_name, cls) in mine:
                 return False
     return True
 
@@ -107,17 +96,11 @@ def _receiver_classes(analysis, scope: Scope, receiver, stmt) -> Optional[List[T
     binding of ``self.actor`` in the class's methods, each definition of a local reaching
     it), or None when one of them is not a project class built right there."""
     from .names import dotted
+    from .stores import bindings_of
 
     key = dotted(receiver)
     project = analysis.project
-    if key is None or project is None:
-        return None
-    if key.startswith("self.") and key.count(".") == 1 and scope.class_name:
-        bindings = [(d, method) for method in analysis.index.methods(scope.class_name) for d in method.defs_of(key)]
-    elif "." not in key:
-        bindings = [(d, scope) for d in analysis.flow.reaching(scope, key, stmt)]
-    else:
-        return None
+    bindings = bindings_of(analysis, scope, key, stmt) if key is not None and project is not None else None
     if not bindings:
         return None
     kinds = analysis.graph.kinds

@@ -104,11 +104,11 @@ def is_bounded_constructor(value: Optional[ast.AST]) -> bool:
 
 
 def bindings_of(analysis, scope: Scope, key: str, stmt):
-    """The definitions that may give ``key`` its value where ``stmt`` runs: for an attribute
-    of ``self`` every binding in the class's methods, for a local the definitions reaching
-    ``stmt``; None for other dotted paths."""
+    """The definitions that may give ``key`` its value where ``stmt`` runs, each with the
+    scope it is in: for an attribute of ``self`` every binding in the class's methods, for a
+    local the definitions reaching ``stmt``; None for other dotted paths."""
     if key.startswith("self.") and key.count(".") == 1 and scope.class_name:
-        return [d for method in analysis.index.methods(scope.class_name) for d in method.defs_of(key)]
+        return [(d, method) for method in analysis.index.methods(scope.class_name) for d in method.defs_of(key)]
     if "." not in key:
-        return analysis.flow.reaching(scope, key, stmt)
+        return [(d, scope) for d in analysis.flow.reaching(scope, key, stmt)]
     return None

@@ -265,6 +265,42 @@ def argument_for(call: ast.Call, index: int, name: str):
     return None
 
 
+def passed_parameters(callee: Scope) -> List[str]:
+    """The positional parameters a call fills, in order: those of ``callee`` without the
+    receiver of a method (``self``/``cls``)."""
+    spec = getattr(callee.node, "args", None)
+    if not isinstance(spec, ast.arguments):
+        return []
+    positional = [a.arg for a in spec.posonlyargs + spec.args]
+    if callee.class_name and positional and positional[0] in ("self", "cls"):
+        return positional[1:]
+    return positional
+
+
+def argument_of(call: ast.Call, callee: Scope, param: str):
+    """The argument ``call`` passes for ``callee``'s parameter ``param`` (by keyword or by
+    position), or None when it passes none or a ``*args`` hides where it goes."""
+    for kw in call.keywords:
+        if kw.arg == param:
+            return kw.value
+    positional = passed_parameters(callee)
+    return argument_for(call, positional.index(param), param) if param in positional else None
+
+
+def parameter_of(call: ast.Call, callee: Scope, arg) -> Optional[str]:
+    """The parameter of ``callee`` that receives the argument node ``arg`` of ``call``."""
+    for kw in call.keywords:
+        if kw.value is arg and kw.arg is not None:
+            return kw.arg
+    positional = passed_parameters(callee)
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            return None
+        if a is arg:
+            return positional[i] if i < len(positional) else None
+    return None
+
+
 def summary_for(project, ref) -> Optional[FunctionSummary]:
     key = ("summary", ref)
     if key in project.memo:

@@ -380,8 +380,8 @@ def _list_container(analysis, scope, key: str, stmt) -> bool:
     """Is ``key`` bound only to lists (``[None] * n``, ``[copy(g) for g in gens]``,
     ``list(...)``)? Item assignment replaces an element of a list, it never adds one: the
     copy it drops is released (``self.parents[i] = deepcopy(...)`` over a population)."""
-    defs = bindings_of(analysis, scope, key, stmt)
-    return bool(defs) and all(d.kind == "assign" and d.index is None and _is_list(d.value) for d in defs)
+    bindings = bindings_of(analysis, scope, key, stmt)
+    return bool(bindings) and all(d.kind == "assign" and d.index is None and _is_list(d.value) for d, _ in bindings)
 
 
 def _is_list(value) -> bool:
