@@ -8,10 +8,12 @@ forward passes with grad on. Only callers in the calling module are read."""
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Optional
 
 from .module_index import Scope, calls_named
 from .project import MAX_CALL_SITES
+from .stubs import is_stub
 
 MAX_TARGETS = 3
 
@@ -32,6 +34,11 @@ def backpropagated_result(analysis, call: ast.Call, scope: Scope, stmt) -> Optio
         return None
     if all(_returns_fresh(project, ref) for ref in refs):
         return None  # ``init_hidden`` returns ``weight.new_zeros(...)``: an input of the step, not its graph
+    bodies = [ref for ref in refs if not _stub(project, ref)]
+    if bodies and all(project.calls_backward(ref) for ref in bodies):
+        return None  # ``attacker.attack(model, x, y)`` backpropagates itself: it needs grad, it is no inference
+    if all(_reshapes_arguments(project, ref) for ref in refs):
+        return None  # ``w = split_styles(batch)``: its result is its arguments rearranged, no forward inside
     module = analysis.index.module_name
     sites = project.call_sites(name)
     if len(sites) > MAX_CALL_SITES:
@@ -61,6 +68,40 @@ def _scope_named(analysis, qualname: str) -> Optional[Scope]:
         if candidate.is_function and candidate.qualname == qualname:
             return candidate
     return None
+
+
+def _stub(project, ref) -> bool:
+    found = project.scope_for(ref)
+    return found is not None and is_stub(found[1].node)
+
+
+def _reshapes_arguments(project, ref) -> bool:
+    """Does the function only rearrange what it is given: no graph of its own in what it
+    returns, and nothing called but builtins, container methods and torch functions
+    (``out = []; for i in range(n): out.append(batch[:, i]); return out``)?"""
+    from .summaries import summary_for
+
+    found = project.scope_for(ref)
+    summary = summary_for(project, ref)
+    if found is None or summary is None or not found[1].returns:
+        return False
+    analysis, scope = found
+    imports = analysis.index.imports
+    for call, _ in scope.calls:
+        func = call.func
+        if isinstance(func, ast.Name) and func.id not in imports.aliases:
+            if func.id not in _BUILTIN_FUNCTIONS or analysis.graph.kinds.is_project_callable(func, scope):
+                return False
+        elif isinstance(func, ast.Attribute) and not (imports.qualname(func) or "").startswith("torch."):
+            if func.attr not in _CONTAINER_METHODS:
+                return False
+        elif not (imports.qualname(func) or "").startswith("torch."):
+            return False
+    return summary.position(None) is None
+
+
+_BUILTIN_FUNCTIONS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
+_CONTAINER_METHODS = frozenset(name for name in dir(dict) + dir(list) + dir(str) if not name.startswith("_"))
 
 
 def _returns_fresh(project, ref) -> bool:

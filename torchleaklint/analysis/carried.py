@@ -52,10 +52,23 @@ def carried_states(analysis, scope: Scope, loop: ast.AST) -> Iterator[CarriedSta
                 continue  # ``x = f(); ...; x = x / k``: the previous value is this iteration's
             if _higher_order(scope, loop):
                 continue  # ``create_graph=True``: a deliberate differentiable unroll (MAML, unrolled optimisation)
-            evidence = analysis.graph.carrying(stmt.value, stmt)
+            evidence = _new_value(analysis, scope, stmt, key)
             if evidence is None:
                 continue
             yield CarriedState(key, stmt, loop, evidence, refs)
+
+
+def _new_value(analysis, scope: Scope, stmt, key: str) -> Optional[Evidence]:
+    """What the statement binds to ``key``: its element when unpacked
+    (``loss, mean_len, lengths = regularize(img, mean_len)`` where the helper returns
+    ``mean.detach()`` second), else the whole right side."""
+    flat = len(stmt.targets) == 1 and isinstance(stmt.targets[0], (ast.Tuple, ast.List)) and any(
+        isinstance(e, (ast.Name, ast.Attribute)) and dotted(e) == key for e in stmt.targets[0].elts)
+    if flat:  # ``(hx, cx)`` nested in the target: the whole right side decides
+        for d in scope.defs.get(key, ()):
+            if d.stmt is stmt and d.index is not None:
+                return analysis.graph.def_carrying(d, scope)
+    return analysis.graph.carrying(stmt.value, stmt)
 
 
 def _detached_by_callee(analysis, scope: Scope, stmt, node) -> bool:

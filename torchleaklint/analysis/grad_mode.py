@@ -66,6 +66,13 @@ class GradMode:
         sites = project.call_sites_of(index.module_name, scope.name)
         if scope.class_name and len(sites) <= 4 * MAX_CALL_SITES:
             sites = [site for site in sites if not self._runs_its_own(site, scope)]
+            if not sites:
+                # Every importer calls the method of another class: the method is reached by
+                # dispatch on objects the program builds by name (``for e in self.evaluators:
+                # e.evaluate(...)``), at calls of that name anywhere in the project.
+                sites = project.call_sites(scope.name)
+                if len(sites) <= 4 * MAX_CALL_SITES:
+                    sites = [site for site in sites if not self._runs_its_own(site, scope)]
         if not sites or len(sites) > MAX_CALL_SITES:
             return None  # no caller, or a name too common to follow
         own_is_test = project.is_test_module(index.module_name)
@@ -88,10 +95,9 @@ class GradMode:
     def _runs_its_own(self, site, scope: Scope) -> bool:
         """Is the call site a ``self.<name>(...)`` in a class unrelated to the method's, which
         runs that class's own method (``ERM.update`` calling ``self.predict(x)`` never runs
-        another algorithm's ``predict``)?"""
+        another algorithm's ``predict``), or a call on an object built from such a class
+        (``evaluators = GroupEvaluator(opt)`` then ``evaluators.evaluate(...)`` in a script)?"""
         module, caller, _ = site
-        if "." not in caller:
-            return False
         found = self.analysis.project.scope_for(FunctionRef(module, caller))
         if found is None:
             return False

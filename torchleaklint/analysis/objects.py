@@ -401,6 +401,12 @@ class ObjectKinds:
             if found and found[1] in project.tables[found[0]].functions:
                 return [FunctionRef(*found)]
             return []
+        if isinstance(owner, ast.Call) and not isinstance(owner.func, ast.Name):
+            made_by = self.kind_of(owner.func, scope, stmt)
+            if made_by is not None and made_by.is_module:
+                # ``self.style(z).mean(0)``: a method of a module's output, a tensor, not of
+                # some project class that happens to define ``mean``
+                return []
         kind = self.kind_of(owner, scope, stmt)
         if kind is not None:
             if kind.class_ref is not None:

@@ -45,6 +45,9 @@ class CallSite:
 STAR = "*"  # key prefix of star imports in a symbol table's imports
 
 
+MAX_REEXPORT_HOPS = 3  # ``pkg/__init__.py`` re-exporting ``pkg.sub``'s names, and so on
+
+
 @dataclass
 class SymbolTable:
     """What one module contributes to the project, without its syntax tree."""
@@ -190,12 +193,22 @@ class ProjectIndex:
                 return found[0]
         return None
 
-    def resolve_symbol(self, qualified: str) -> Optional[Tuple[str, str]]:
-        """Split ``pkg.mod.Name.attr`` into (project module, symbol) when the module is ours."""
+    def resolve_symbol(self, qualified: str, hops: int = 0) -> Optional[Tuple[str, str]]:
+        """Split ``pkg.mod.Name.attr`` into (project module, symbol) when the module is ours.
+        A name the module only imports (``from evals.evals import evaluate`` in
+        ``evals/__init__.py``) resolves to the module that defines it."""
         parts = qualified.split(".")
         for k in range(len(parts) - 1, 0, -1):
             module = self.find_module(".".join(parts[:k]))
             if module is not None:
+                if hops < MAX_REEXPORT_HOPS:
+                    table = self.tables[module]
+                    head = parts[k]
+                    target = table.imports.get(head)
+                    if target is not None and head not in table.functions and head not in table.classes:
+                        found = self.resolve_symbol(".".join([target, *parts[k + 1:]]), hops + 1)
+                        if found is not None:
+                            return found
                 return module, ".".join(parts[k:])
         return None
 
@@ -343,6 +356,9 @@ class ProjectIndex:
                 if target is None:
                     resolved = self.resolve_symbol(qualified)
                     target = resolved[0] if resolved is not None else None
+                    importer = self.resolve_symbol(qualified, MAX_REEXPORT_HOPS)  # the package that re-exports it
+                    if importer is not None:
+                        found.add(importer[0])
                 if target is not None:
                     found.add(target)
             self._imported[module] = frozenset(found)

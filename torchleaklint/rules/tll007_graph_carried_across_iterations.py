@@ -234,6 +234,9 @@ for x in batches:
             return f"{key} = {key}.detach()", True
         if torch is None:
             return None, False
+        if isinstance(init, ast.Constant) and isinstance(init.value, (int, float)) and not isinstance(init.value, bool):
+            # ``mean_len = 0`` before the loop: a number until the first update makes it a tensor
+            return f"{key} = {key}.detach() if isinstance({key}, {torch}.Tensor) else {key}", True
         expr = f"{key}.detach() if isinstance({key}, {torch}.Tensor) else tuple(h.detach() for h in {key})"
         if isinstance(init, ast.Constant) and init.value is None:
             return f"{key} = None if {key} is None else {expr}", False

@@ -14,6 +14,7 @@ from ..analysis.flag_arms import flag_bindings, grad_switched_by, phase_values, 
 from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
 from ..analysis.forward_input import frozen_module
 from ..analysis.graph import STRONG, parameterless_layer
+from ..analysis.grad_enabled import grad_enabled_on_purpose
 from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, contains
@@ -448,9 +449,10 @@ def evaluate(model, loader):
     def _forwards(analysis, scope, after=None, direct_only=False):
         index = analysis.index
         kinds = analysis.graph.kinds
+        chosen = grad_enabled_on_purpose(analysis, scope)
         for call, stmt in sorted(scope.calls, key=lambda cs: (cs[0].lineno, cs[0].col_offset)):
             ctx = index.ctx(stmt)
-            if ctx is None or ctx.grad_off or ctx.scope is not scope:
+            if ctx is None or ctx.grad_off or ctx.scope is not scope or id(stmt) in chosen:
                 continue
             if after is not None and (call.lineno, call.col_offset) < (after.lineno, after.col_offset):
                 continue  # forwards before `.eval()` are training
