@@ -214,9 +214,14 @@ class ObjectKinds:
                 defs = parent.defs_of(key)
                 owner = parent
                 parent = parent.parent
-        for d in defs:
+        for i, d in enumerate(defs):
             kind = self._def_kind(d, owner, depth)
             if kind is not None:
+                if kind.class_ref is not None and any(
+                        other is not None and other.class_ref != kind.class_ref
+                        for other in (self._def_kind(e, owner, depth) for e in defs[i + 1:])):
+                    # ``model = Transformer(...)`` in one branch, ``Seq2Seq(...)`` in the other
+                    return replace(kind, class_ref=None)
                 return kind
         return None
 
@@ -380,7 +385,7 @@ class ObjectKinds:
                     return [FunctionRef(module, func.id)]
             target = self.index.imports.aliases.get(func.id)
             if target:
-                found = project.resolve_symbol(target)
+                found = project.resolve_symbol(project.local_target(module, target))
                 if found and found[1] in project.tables[found[0]].functions:
                     return [FunctionRef(*found)]
             elif self.index.imports.star_modules and not scope.defs_of(func.id):
@@ -397,7 +402,7 @@ class ObjectKinds:
         owner_key = dotted(owner)
         if owner_key and owner_key.split(".")[0] in self.index.imports.aliases:
             qual = self.index.imports.qualname(func)
-            found = project.resolve_symbol(qual) if qual else None
+            found = project.resolve_symbol(project.local_target(module, qual)) if qual else None
             if found and found[1] in project.tables[found[0]].functions:
                 return [FunctionRef(*found)]
             return []
@@ -418,6 +423,12 @@ class ObjectKinds:
         if method in BUILTIN_METHOD_NAMES and arity < 2:
             return []
         candidates = [ref for ref in project.functions_named(method) if "." in ref.qualname]
+        if scope.class_name and isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) \
+                and owner.value.id == "self":
+            # ``self.env.step(a)`` in ``Agent``: an object the instance holds is not the instance
+            own = module, scope.class_name + "."
+            candidates = [ref for ref in candidates
+                          if not (ref.module == own[0] and ref.qualname.startswith(own[1]))]
         if arity >= 2:
             # ``a, b = obj.update(batch)``: only methods that return that many values fit.
             fitting = []

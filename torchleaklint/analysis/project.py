@@ -349,9 +349,7 @@ class ProjectIndex:
             table = self.tables.get(module)
             found = set()
             for qualified in (table.imports.values() if table is not None else ()):
-                sibling = self._sibling_variant(table, qualified)
-                if sibling is not None:  # ``from env import Env`` beside ``env.py``: that file, not a namesake
-                    qualified = sibling + qualified[len(qualified.split(".", 1)[0]):]
+                qualified = self.local_target(module, qualified)
                 target = self.find_module(qualified)
                 if target is None:
                     resolved = self.resolve_symbol(qualified)
@@ -363,6 +361,16 @@ class ProjectIndex:
                     found.add(target)
             self._imported[module] = frozenset(found)
         return self._imported[module]
+
+    def local_target(self, module: str, qualified: str) -> str:
+        """What an import of ``qualified`` in ``module`` names: ``from env import Env``
+        beside ``env.py`` names that file (``env__2`` among the tree's modules), not a
+        namesake in another folder."""
+        table = self.tables.get(module)
+        sibling = self._sibling_variant(table, qualified) if table is not None else None
+        if sibling is None:
+            return qualified
+        return sibling + qualified[len(qualified.split(".", 1)[0]):]
 
     def _sibling_variant(self, table, qualified: str) -> Optional[str]:
         """The module a script's top-level import names when several files of the tree share
@@ -436,6 +444,7 @@ class ProjectIndex:
         head, _, rest = name.partition(".")
         target = table.imports.get(head)
         if target is not None:
+            target = self.local_target(module, target)
             full = f"{target}.{rest}" if rest else target
             found = self.resolve_symbol(full)
             if found and found[1] in self.tables[found[0]].classes:

@@ -91,10 +91,11 @@ def calls_another_hierarchy(caller_analysis, caller: Scope, name: str, analysis,
     return True
 
 
-def _receiver_classes(analysis, scope: Scope, receiver, stmt) -> Optional[List[Tuple[object, str]]]:
+def _receiver_classes(analysis, scope: Scope, receiver, stmt, depth: int = 0) -> Optional[List[Tuple[object, str]]]:
     """The project classes of every object ``receiver`` may be where ``stmt`` runs (each
     binding of ``self.actor`` in the class's methods, each definition of a local reaching
-    it), or None when one of them is not a project class built right there."""
+    it; for a parameter, what every caller passes), or None when one of them is not a
+    project class built right there."""
     from .names import dotted
     from .stores import bindings_of
 
@@ -106,6 +107,12 @@ def _receiver_classes(analysis, scope: Scope, receiver, stmt) -> Optional[List[T
     kinds = analysis.graph.kinds
     out = []
     for d, where in bindings:
+        if d.kind == "param" and "." not in key and depth < MAX_PARAMETER_HOPS:
+            passed = _passed_classes(analysis, where, key, depth)
+            if passed is None:
+                return None
+            out.extend(passed)
+            continue
         if d.kind != "assign" or d.index is not None or not isinstance(d.value, ast.Call):
             return None
         kind = kinds.value_kind(d.value, where, d.stmt)
@@ -116,3 +123,35 @@ def _receiver_classes(analysis, scope: Scope, receiver, stmt) -> Optional[List[T
             return None
         out.append((owner, kind.class_ref[1]))
     return out
+
+
+MAX_PARAMETER_HOPS = 2  # ``evaluate(env, policy)`` called with ``agent``, built by its caller
+
+
+def _passed_classes(analysis, scope: Scope, param: str, depth: int) -> Optional[List[Tuple[object, str]]]:
+    """The project classes of what every caller in the linted files passes for the
+    parameter ``param`` of the function ``scope``, or None when a caller is unknown or
+    passes something else."""
+    from .module_index import calls_named
+    from .summaries import argument_of
+
+    project = analysis.project
+    if not scope.is_function or scope.class_name:
+        return None  # a method's callers reach it through receivers of their own
+    callers = project.callers(scope.name, module=analysis.index.module_name)
+    if not callers or None in callers:
+        return None
+    out = []
+    for caller_analysis, caller_scope in callers:
+        for call, call_stmt in calls_named(caller_scope, scope.name):
+            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, call_stmt)
+            if refs and all(ref.qualname != scope.qualname for ref in refs):
+                continue  # a function of the same name elsewhere
+            arg = argument_of(call, scope, param)
+            if arg is None:
+                return None
+            found = _receiver_classes(caller_analysis, caller_scope, arg, call_stmt, depth + 1)
+            if found is None:
+                return None
+            out.extend(found)
+    return out or None
