@@ -60,6 +60,15 @@ class ObjectKind:
     class_ref: Optional[Tuple[str, str]] = None
     reduction_none: bool = False
     by_attribute_name: bool = False  # known only from what the project binds to attributes so named
+    # Every project class the object may be an instance of, when branches build different
+    # ones (``model = Transformer(...)`` or ``Seq2Seq(...)``); ``class_ref`` is the first.
+    alternatives: Tuple[Tuple[str, str], ...] = ()
+
+    @property
+    def classes(self) -> Tuple[Tuple[str, str], ...]:
+        if self.alternatives:
+            return self.alternatives
+        return (self.class_ref,) if self.class_ref is not None else ()
 
     @property
     def is_module(self) -> bool:
@@ -217,11 +226,15 @@ class ObjectKinds:
         for i, d in enumerate(defs):
             kind = self._def_kind(d, owner, depth)
             if kind is not None:
-                if kind.class_ref is not None and any(
-                        other is not None and other.class_ref != kind.class_ref
-                        for other in (self._def_kind(e, owner, depth) for e in defs[i + 1:])):
+                if kind.class_ref is not None:
                     # ``model = Transformer(...)`` in one branch, ``Seq2Seq(...)`` in the other
-                    return replace(kind, class_ref=None)
+                    classes = list(kind.classes)
+                    for other in (self._def_kind(e, owner, depth) for e in defs[i + 1:]):
+                        for cls in (other.classes if other is not None else ()):
+                            if cls not in classes:
+                                classes.append(cls)
+                    if len(classes) > 1:
+                        return replace(kind, alternatives=tuple(classes))
                 return kind
         return None
 
@@ -415,7 +428,11 @@ class ObjectKinds:
         kind = self.kind_of(owner, scope, stmt)
         if kind is not None:
             if kind.class_ref is not None:
-                return project.methods_in_hierarchy(kind.class_ref[0], kind.class_ref[1], method)
+                found = []
+                for cls in kind.classes:
+                    found.extend(ref for ref in project.methods_in_hierarchy(cls[0], cls[1], method)
+                                 if ref not in found)
+                return found
             if kind.strength != CONVENTION:
                 return []
             # ``model.validation_step(batch)`` on a parameter named like a model: its class

@@ -108,6 +108,21 @@ def module_symbols(index: ModuleIndex, path: str) -> SymbolTable:
     return table
 
 
+def rename_module(table: SymbolTable, module: str) -> None:
+    """Give a table built under another module name (in a worker, or read from the cache,
+    before a file of the same name took that one) its name in this run, with the calls its
+    top-level code makes (recorded under the module's name) moved along."""
+    old = table.module
+    table.module = module
+    if old in table.functions:
+        return  # a function named like its module (``def main`` in ``main.py``): its calls stay its own
+    if old in table.callees:
+        table.callees[module] = table.callees.pop(old)
+    for name, sites in table.call_sites.items():
+        if any(caller == old for caller, _ in sites):
+            table.call_sites[name] = [(module if caller == old else caller, off) for caller, off in sites]
+
+
 @dataclass(frozen=True)
 class FunctionRef:
     module: str
@@ -327,7 +342,7 @@ class ProjectIndex:
                         out.append(table.module)
                         break
                 elif target.rsplit(".", 1)[-1] == name and (
-                        target == qualified or self.resolve_symbol(target) == (module, name)):
+                        target == qualified or self.resolve_symbol(self.local_target(table.module, target)) == (module, name)):
                     out.append(table.module)
                     break
         return out
@@ -364,33 +379,39 @@ class ProjectIndex:
 
     def local_target(self, module: str, qualified: str) -> str:
         """What an import of ``qualified`` in ``module`` names: ``from env import Env``
-        beside ``env.py`` names that file (``env__2`` among the tree's modules), not a
-        namesake in another folder."""
+        beside ``env.py`` names that file (``env__2`` among the tree's modules), and
+        ``from model.Generator import Generator`` beside ``model/`` that folder's
+        ``Generator.py``, not a namesake in another folder."""
         table = self.tables.get(module)
-        sibling = self._sibling_variant(table, qualified) if table is not None else None
-        if sibling is None:
+        if table is None or not table.path:
             return qualified
-        return sibling + qualified[len(qualified.split(".", 1)[0]):]
+        parts = qualified.split(".")
+        for k in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:k])
+            if prefix not in self.tables:
+                continue
+            sibling = self._sibling_variant(table, prefix)
+            return qualified if sibling is None else sibling + qualified[len(prefix):]
+        return qualified
 
-    def _sibling_variant(self, table, qualified: str) -> Optional[str]:
+    def _sibling_variant(self, table, dotted_module: str) -> Optional[str]:
         """The module a script's top-level import names when several files of the tree share
-        that name (``env``, ``env__2``): the one beside the importing file, which is first on
-        ``sys.path`` when the script runs."""
-        head = qualified.split(".", 1)[0]
-        if head not in self.tables or f"{head}__2" not in self.tables or not table.path:
+        that dotted name (``env``, ``env__2``; ``model.Generator``, ``model.Generator__2``):
+        the one beside the importing file, which is first on ``sys.path`` when the script
+        runs."""
+        if f"{dotted_module}__2" not in self.tables:
             return None  # one module of that name: nothing to choose
         folder = os.path.dirname(os.path.normpath(table.path))
+        relative = os.path.join(*dotted_module.split("."))
+        beside = (os.path.join(folder, relative + ".py"), os.path.join(folder, relative, "__init__.py"))
         n = 1
         while True:
-            name = head if n == 1 else f"{head}__{n}"
+            name = dotted_module if n == 1 else f"{dotted_module}__{n}"
             other = self.tables.get(name)
             if other is None:
                 return None
-            path = os.path.normpath(other.path or "")
-            if os.path.dirname(path) == folder and os.path.basename(path) == head + ".py":
+            if os.path.normpath(other.path or "") in beside:
                 return name
-            if os.path.basename(os.path.dirname(path)) == head and os.path.dirname(os.path.dirname(path)) == folder:
-                return name  # ``head/__init__.py`` beside the importer
             n += 1
 
     def instance_names(self, class_name: str) -> Set[str]:

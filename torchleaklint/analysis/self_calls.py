@@ -118,10 +118,11 @@ def _receiver_classes(analysis, scope: Scope, receiver, stmt, depth: int = 0) ->
         kind = kinds.value_kind(d.value, where, d.stmt)
         if kind is None or kind.class_ref is None or kind.strength != STRONG or kind.by_attribute_name:
             return None
-        owner = project.analysis(kind.class_ref[0])
-        if owner is None:
-            return None
-        out.append((owner, kind.class_ref[1]))
+        for module, cls in kind.classes:
+            owner = project.analysis(module)
+            if owner is None:
+                return None
+            out.append((owner, cls))
     return out
 
 

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Tuple, Union
 
 from ..analysis.module import ModuleAnalysis
 from ..analysis.module_index import ModuleIndex
-from ..analysis.project import SymbolTable, module_symbols
+from ..analysis.project import SymbolTable, module_symbols, rename_module
 from ..config import Settings
 from ..diagnostics import Diagnostic, parse_error
 from ..rules import ALL_RULES, PARSE_ERROR
@@ -138,7 +138,8 @@ class LintSession:
         """Add a file's pass-1 table and trigger words (computed here, in a worker, or read
         from the cache)."""
         module, _ = self._module_of(path)
-        table.module = module  # a file named like an earlier one gets a distinct name
+        if table.module != module:
+            rename_module(table, module)  # a file named like an earlier one gets a distinct name
         table.path = path  # as spelled in this run: a cached table keeps the spelling it was built under
         self._paths[module] = path
         self._words[module] = words

@@ -32,10 +32,10 @@ class GraphTensorStored(Rule):
     and stores into that function's list counts too. A receiver built by a class we
     cannot see (`metric = Accumulator(3)`; `metric.add(l)`) is not taken for a container.
     Files that hold tests are not checked: a test keeps what it builds for one short run.
-    Not reported for a list a function builds afresh on each call and fills over a loop
-    of fixed length (`for a in range(self.n_agents)`, not a loop over data), when the
-    function itself is one step of a loop in its callers: what it keeps lives for one
-    step.
+    Not reported for a list a function builds afresh on each call and fills over a
+    training loop of fixed length (`for a in range(self.n_agents)`, not a loop over data,
+    each iteration backpropagating), when the function itself is one step of a loop in its
+    callers: what it keeps lives for one step.
 
     ## Why is this bad
     A tensor produced by a forward pass references its `grad_fn`, and through it the
@@ -190,11 +190,11 @@ for x in batches:
                     continue
                 if legitimate_keep(analysis, scope, site.container, site.stmt, escape.loop) is not None:
                     continue
-                if bounded_per_call(analysis, scope, site.container, site.stmt) is not None:
-                    continue  # one step's values, over a loop of fixed length, dropped with the call
                 if "." not in site.container and module_method(analysis, scope):
                     continue  # a local list of an nn.Module method builds that module's output
                 trains = self._trains(analysis, scope, escape.loop)
+                if trains and bounded_per_call(analysis, scope, site.container, site.stmt) is not None:
+                    continue  # one step's values, their graphs backpropagated, over a loop of fixed length
                 per_call = None
                 if not trains and not _forward_kept_without_backward(analysis, scope, site, evidence, escape):
                     per_call = _kept_on_object_per_call(analysis, scope, site, evidence, escape)
