@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .module_index import Scope, grad_off_call
+from .call_arity import call_fits
+from .module_index import Scope, calls_named, grad_off_call
 from .process_grad_off import constructor_switches_grad_off
 from .project import LIGHTNING_NO_GRAD_HOOKS, MAX_CALL_SITES, FunctionRef
 from .self_calls import calls_another_hierarchy
@@ -75,6 +76,8 @@ class GradMode:
                     sites = [site for site in sites if not self._runs_its_own(site, scope)]
         if not sites or len(sites) > MAX_CALL_SITES:
             return None  # no caller, or a name too common to follow
+        if scope.class_name:
+            sites = [self._fitting_calls_off(site, scope) for site in sites]
         own_is_test = project.is_test_module(index.module_name)
         unguarded_tests = [site for site in sites if not site[2] and not own_is_test and project.is_test_module(site[0])]
         if len(unguarded_tests) == len(sites):
@@ -92,6 +95,22 @@ class GradMode:
                 return None
         return f"every call of `{scope.name}` in the linted files runs under no_grad"
 
+    def _fitting_calls_off(self, site, scope: Scope):
+        """The site as grad-off when every call in that caller that can reach the method
+        (``self.evaluator.eval(inputs, model)``, not ``self.model.eval()``) runs under no_grad."""
+        module, caller, off = site
+        if off or caller == module:
+            return site
+        found = self.analysis.project.scope_for(FunctionRef(module, caller))
+        if found is None:
+            return site
+        caller_analysis, caller_scope = found
+        fitting = [stmt for call, stmt in calls_named(caller_scope, scope.name) if call_fits(scope, call)]
+        if fitting and all((caller_analysis.index.ctx(stmt) is not None and caller_analysis.index.ctx(stmt).grad_off)
+                           for stmt in fitting):
+            return module, caller, True
+        return site
+
     def _runs_its_own(self, site, scope: Scope) -> bool:
         """Is the call site a ``self.<name>(...)`` in a class unrelated to the method's, which
         runs that class's own method (``ERM.update`` calling ``self.predict(x)`` never runs
@@ -102,6 +121,9 @@ class GradMode:
         if found is None:
             return False
         caller_analysis, caller_scope = found
+        calls = [call for call, _ in calls_named(caller_scope, scope.name)]
+        if calls and not any(call_fits(scope, call) for call in calls):
+            return True  # ``self.model.eval()`` cannot be a call of ``Evaluator.eval(self, inputs, model)``
         return calls_another_hierarchy(caller_analysis, caller_scope, scope.name, self.analysis, scope.class_name)
 
     def _project_decorator_off(self, deco, scope: Scope) -> Optional[str]:

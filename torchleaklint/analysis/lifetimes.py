@@ -409,9 +409,26 @@ def handed_as_filled(analysis, scope: Scope, key: str, store, call) -> bool:
     for arg in list(call.args) + [k.value for k in call.keywords]:
         if any(isinstance(n, ast.Name) and n.id == key for n in ast.walk(arg)) or dotted(arg) == key:
             handed = analysis.flow.reaching(scope, key, stmt)
-            if handed and all(id(d.stmt) in filled for d in handed):
+            if handed and all(id(d.stmt) in filled or _joined_from(analysis, scope, key, d, filled) for d in handed):
                 return True
     return False
+
+
+def _joined_from(analysis, scope: Scope, key: str, d, filled: set) -> bool:
+    """``next_actions = torch.cat(next_actions, dim=1).to(device)``: a rebinding that joins
+    the filled container into one tensor, graphs and all (not ``.detach()``-ed)."""
+    from .graph import _explicitly_detached
+
+    value = d.value
+    if d.kind != "assign" or d.index is not None or not isinstance(value, ast.Call) or _explicitly_detached(value):
+        return False
+    if not any(isinstance(n, ast.Name) and n.id == key for n in ast.walk(value)):
+        return False
+    if any(isinstance(n, ast.Attribute) and n.attr in ("detach", "data", "item", "numpy", "tolist")
+           for n in ast.walk(value)):
+        return False
+    before = analysis.flow.reaching(scope, key, d.stmt)
+    return bool(before) and all(id(b.stmt) in filled for b in before)
 
 
 def _returned_graph_free(analysis, scope: Scope, key: str) -> bool:

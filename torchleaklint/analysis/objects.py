@@ -100,7 +100,9 @@ class ObjectKinds:
             return None
         if isinstance(expr, ast.Subscript):
             base = self.kind_of(expr.value, scope, stmt, depth + 1)
-            return base if base is not None and base.is_module else None
+            if base is not None and base.is_module:
+                return base
+            return self._element_kind(expr.value, scope, stmt, depth + 1)  # ``self.agents[i]``
         if isinstance(expr, ast.Call):
             return self.value_kind(expr, scope, stmt, depth + 1)
         key = dotted(expr)
@@ -238,6 +240,33 @@ class ObjectKinds:
                 return kind
         return None
 
+    def _element_kind(self, container, scope: Scope, stmt, depth: int) -> Optional[ObjectKind]:
+        """What every element of a list built of instances of one project class is
+        (``self.agents = [DDPGAgent(...) for _ in range(n)]``), or None."""
+        key = dotted(container)
+        if key is None or depth > self.MAX_DEPTH:
+            return None
+        defs = [(d, scope) for d in self.analysis.flow.reaching(scope, key, stmt)]
+        if not defs and key.startswith("self.") and scope.class_name:
+            defs = [(d, method) for method in self.index.methods(scope.class_name) for d in method.defs_of(key)]
+        found = None
+        for d, where in defs:
+            if d.kind != "assign" or d.index is not None:
+                return None
+            value = d.value
+            elements = [value.elt] if isinstance(value, ast.ListComp) else (
+                list(value.elts) if isinstance(value, (ast.List, ast.Tuple)) else [])
+            if not elements:
+                return None
+            for element in elements:
+                kind = self.value_kind(element, where, d.stmt, depth + 1) if isinstance(element, ast.Call) else None
+                if kind is None or kind.class_ref is None or kind.strength != STRONG:
+                    return None
+                if found is not None and found.class_ref != kind.class_ref:
+                    return None
+                found = found or kind
+        return found
+
     def _def_kind(self, d, scope, depth) -> Optional[ObjectKind]:
         if d.kind == "param":
             ann = getattr(d.stmt, "annotation", None)
@@ -253,7 +282,13 @@ class ObjectKinds:
             return None
         if d.kind == "for" and d.value is not None:
             base = self.kind_of(d.value, scope, d.stmt, depth + 1)
-            return base if base is not None and base.is_module else None
+            if base is not None and base.is_module:
+                return base
+            value = d.value
+            if d.index == 1 and d.arity == 2 and isinstance(value, ast.Call) and value.args \
+                    and isinstance(value.func, ast.Name) and value.func.id == "enumerate":
+                return self._element_kind(value.args[0], scope, d.stmt, depth + 1)  # ``for i, agent in enumerate(self.agents)``
+            return self._element_kind(value, scope, d.stmt, depth + 1) if d.index is None else None
         if d.kind in ("assign", "with") and d.value is not None and d.index is None:
             return self.value_kind(d.value, scope, d.stmt, depth + 1)
         return None

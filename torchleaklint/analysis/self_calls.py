@@ -108,7 +108,7 @@ def _receiver_classes(analysis, scope: Scope, receiver, stmt, depth: int = 0) ->
     out = []
     for d, where in bindings:
         if d.kind == "param" and "." not in key and depth < MAX_PARAMETER_HOPS:
-            passed = _passed_classes(analysis, where, key, depth)
+            passed = passed_classes(analysis, where, key, depth)
             if passed is None:
                 return None
             out.extend(passed)
@@ -129,7 +129,7 @@ def _receiver_classes(analysis, scope: Scope, receiver, stmt, depth: int = 0) ->
 MAX_PARAMETER_HOPS = 2  # ``evaluate(env, policy)`` called with ``agent``, built by its caller
 
 
-def _passed_classes(analysis, scope: Scope, param: str, depth: int) -> Optional[List[Tuple[object, str]]]:
+def passed_classes(analysis, scope: Scope, param: str, depth: int) -> Optional[List[Tuple[object, str]]]:
     """The project classes of what every caller in the linted files passes for the
     parameter ``param`` of the function ``scope``, or None when a caller is unknown or
     passes something else."""

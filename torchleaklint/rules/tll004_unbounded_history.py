@@ -268,7 +268,8 @@ class Agent:
                     if isinstance(node, ast.Compare):
                         for side in [node.left] + list(node.comparators):
                             if isinstance(side, ast.Call) and getattr(side.func, "id", None) == "len" \
-                                    and side.args and _same(side.args[0], key, attr):
+                                    and side.args and (_same(side.args[0], key, attr)
+                                                       or _own_length(analysis, scope, side.args[0], key, attr)):
                                 return True
         return False
 
@@ -303,6 +304,18 @@ class Agent:
             edits.append(ctx.insert_before(node.value, "list("))
             edits.append(ctx.insert_after(node.value, ")"))
         return Fix(UNSAFE, f"Bound the history with `{ctor}(maxlen={maxlen})`", tuple(edits))
+
+
+def _own_length(analysis, scope, expr, key, attr) -> bool:
+    """``len(self)`` in a class whose ``__len__`` returns ``len(self.pool)``: the length of
+    the list itself (a replay memory's ``if len(self) < self.capacity``)."""
+    if not (key.startswith("self.") and isinstance(expr, ast.Name) and expr.id == "self" and scope.class_name):
+        return False
+    for method in analysis.index.methods(scope.class_name):
+        if method.name == "__len__":
+            return any(isinstance(r, ast.Call) and getattr(r.func, "id", None) == "len" and r.args
+                       and _same(r.args[0], key, attr) for r in method.returns)
+    return False
 
 
 def _deduplicated(analysis, key, scopes) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis.figure_repetition import repetition_seen
 from ..analysis.figures import (LEFT_FOR_CALLER, closed_after_loop, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
                                 never_called, pyplot_alias, repeating_loops, returns_figure, run_once)
 from ..analysis.flag_arms import dead_arm
@@ -23,7 +24,11 @@ class UnclosedFigure(Rule):
     handed to other code. Also a helper that returns a figure and a caller in a loop that
     drops the figure without closing it.
     Not reported for a function whose only calls are module-level statements outside
-    loops (a script's one chart): it makes its figure once per process.
+    loops (a script's one chart): it makes its figure once per process. Nor for a function
+    nothing shows to repeat: no loop calls it (directly or through its callers), it is not
+    a method run per step, epoch or log event (`on_validation_epoch_end`, `log_images`),
+    and it is not handed the step, epoch or episode it runs in (`plot(values, epoch)`): a
+    notebook helper or an uncalled utility keeps a handful of figures at most.
 
     ## Why is this bad
     pyplot keeps a reference to every figure it creates until it is closed, whether or not
@@ -114,8 +119,9 @@ def plot(values, path):
                     repeats = repeating_loops(analysis, sctx)
                     if not scope.is_function and not repeats:
                         continue  # one figure in a script is not a leak
-                    if not repeats and (run_once(analysis, scope, methods=True) or never_called(analysis, scope)):
-                        continue  # nor is one made by a function the script calls once, or never
+                    if not repeats and (run_once(analysis, scope, methods=True) or never_called(analysis, scope)
+                                        or repetition_seen(analysis, scope) is None):
+                        continue  # nor is one made by a function the script calls once, never, or not in a loop
                     disposed = disposal(analysis, scope, site.names, site.stmt, site.many) \
                         or closed_by_callers(analysis, scope)
                     leaky_exit = early_exit(analysis, scope, site, disposed)
