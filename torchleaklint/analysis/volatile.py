@@ -29,7 +29,65 @@ def volatile_input(analysis, scope):
                 return call  # ``Variable(x, **{'volatile': not train})``
         if _volatile_through_helper(analysis, scope, call, stmt):
             return call
+    return _volatile_loader(analysis, scope)
+
+
+LOOP_WRAPPERS = frozenset({"tqdm", "enumerate", "iter", "zip"})
+
+
+def _volatile_loader(analysis, scope):
+    """``for x, y in validation_data`` where ``validation_data = DataLoader(...,
+    evaluation=True)`` is a project class whose batches are built as ``Variable(t,
+    volatile=self.evaluation)``, the flag stored from that constructor argument."""
+    project = analysis.project
+    if project is None:
+        return None
+    from .names import dotted
+
+    kinds = analysis.graph.kinds
+    module_scope = analysis.index.module_scope
+    for loop in scope.loops:
+        if not isinstance(loop, ast.For):
+            continue
+        source = loop.iter
+        while isinstance(source, ast.Call) and source.args and \
+                getattr(source.func, "id", getattr(source.func, "attr", None)) in LOOP_WRAPPERS:
+            source = source.args[0]
+        key = dotted(source)
+        if key is None:
+            continue
+        found = [(d, scope) for d in analysis.flow.reaching(scope, key, loop)]
+        if not found and key not in scope.params:
+            found = [(d, module_scope) for d in module_scope.defs_of(key)]
+        for d, where in found:
+            if d.kind != "assign" or d.index is not None or not isinstance(d.value, ast.Call):
+                continue
+            kind = kinds.value_kind(d.value, where, d.stmt)
+            flags = {k.arg for k in d.value.keywords if k.arg and _true(k.value)}
+            if kind is not None and kind.class_ref is not None and flags \
+                    and _stores_volatile_flag(project, kind.class_ref, flags):
+                return d.value
     return None
+
+
+def _stores_volatile_flag(project, class_ref, params) -> bool:
+    """Does the class build ``Variable(..., volatile=self.<attr>)`` with ``self.<attr>``
+    set in ``__init__`` from one of ``params``?"""
+    owner = project.analysis(class_ref[0])
+    if owner is None:
+        return False
+    methods = owner.index.methods(class_ref[1])
+    attrs = {k.value.attr for m in methods for node in ast.walk(m.node) if isinstance(node, ast.Call)
+             for k in node.keywords if k.arg == "volatile" and isinstance(k.value, ast.Attribute)
+             and isinstance(k.value.value, ast.Name) and k.value.value.id == "self"}
+    for method in methods:
+        if method.name != "__init__":
+            continue
+        for attr in attrs:
+            for d in method.defs_of(f"self.{attr}"):
+                if d.kind == "assign" and isinstance(d.value, ast.Name) and d.value.id in params:
+                    return True
+    return False
 
 
 def _maybe_true(node) -> bool:
