@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from .module_index import Scope, contains
+from .module_index import Scope, contains, start_of
 from .summaries import argument_of, passed_parameters
 
 _UNKNOWN = object()
@@ -162,6 +162,26 @@ def grad_switched_by(scope: Scope, stmt, bindings: Dict[str, object]) -> bool:
             if names & set(bindings) or (calls & _GRAD_CONTEXTS and not isinstance(expr, ast.Call)) \
                     or ("set_grad_enabled" in calls):
                 return True
+    return _switched_before(scope, stmt)
+
+
+def _switched_before(scope: Scope, stmt) -> bool:
+    """``torch.set_grad_enabled(phase == "train")`` or ``torch.set_grad_enabled(True) if
+    train else torch.set_grad_enabled(False)`` as a statement of the function, before
+    ``stmt`` and not in a branch of its own: it sets grad mode for what follows, by a
+    computed value."""
+    body = getattr(scope.node, "body", [])
+    for node in body:
+        if start_of(node) >= start_of(stmt):
+            break
+        if not (isinstance(node, ast.Expr) and isinstance(node.value, (ast.Call, ast.IfExp))):
+            continue
+        switches = [n for n in ast.walk(node.value) if isinstance(n, ast.Call)
+                    and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")) == "set_grad_enabled"]
+        if isinstance(node.value, ast.IfExp) and switches:
+            return True
+        if any(n.args and not isinstance(n.args[0], ast.Constant) for n in switches):
+            return True
     return False
 
 
