@@ -24,11 +24,12 @@ class UnclosedFigure(Rule):
     handed to other code. Also a helper that returns a figure and a caller in a loop that
     drops the figure without closing it.
     Not reported for a function whose only calls are module-level statements outside
-    loops (a script's one chart): it makes its figure once per process. Nor for a function
-    nothing shows to repeat: no loop calls it (directly or through its callers), it is not
-    a method run per step, epoch or log event (`on_validation_epoch_end`, `log_images`),
-    and it is not handed the step, epoch or episode it runs in (`plot(values, epoch)`): a
-    notebook helper or an uncalled utility keeps a handful of figures at most.
+    loops (a script's one chart): it makes its figure once per process. Nor for a
+    module-level function nothing shows to repeat: no loop calls it (in its own file, or
+    through its callers), and it is neither named for nor handed the step, epoch or
+    episode it runs in (`plot(values, epoch)`): a notebook helper or an uncalled utility
+    keeps a handful of figures at most. (Methods are reported: their object's users,
+    often a framework, call them through calls the linted files do not show.)
 
     ## Why is this bad
     pyplot keeps a reference to every figure it creates until it is closed, whether or not
