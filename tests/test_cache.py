@@ -62,11 +62,14 @@ def test_callee_change_relints_its_callers(project, tmp_path):
 
 
 def test_unchanged_callee_keeps_caller_cached(project, tmp_path):
+    (project / "plots.py").write_text("import torch\n\n\ndef norm(x):\n    return torch.linalg.norm(x)\n")
     check([project], tmp_path / "c")
     meters = project / "meters.py"
     meters.write_text(meters.read_text() + "\n# a comment\n")
     warm = check([project], tmp_path / "c")
-    # train.py reads AverageMeter.update's summary from meters.py: it is re-linted; agent.py is not.
+    # train.py reads AverageMeter.update's summary from meters.py, and agent.py the class of
+    # train.py's meters (whether `meter.update(...)` can be a call of `Agent.update`): both are
+    # re-linted. plots.py consulted nothing of meters.py: it stays cached.
     assert warm.cached_files == 1
     assert findings(warm) == findings(check([project], tmp_path / "x", cache=False))
 

@@ -109,7 +109,7 @@ def test_fix_inserting_lines_stays_in_its_cell(cli, tmp_path):
     nb.cells = [new_code_cell("import matplotlib.pyplot as plt\nimport torch"),
                 new_code_cell("def plot(values):\n    fig = plt.figure()\n    plt.plot(values)\n"
                               "    fig.savefig('v.png')"),
-                new_code_cell("plot([1, 2, 3])")]
+                new_code_cell("for epoch in range(3):\n    plot([epoch, 2, 3])")]
     nbformat.write(nb, str(path))
     assert "train.ipynb:cell 2:2:11: TLL005" in cli("train.ipynb").stdout
     assert cli("--fix", "--unsafe-fixes", "train.ipynb").exit_code in (0, 1)

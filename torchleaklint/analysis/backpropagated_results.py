@@ -8,7 +8,6 @@ forward passes with grad on. Only callers in the calling module are read."""
 from __future__ import annotations
 
 import ast
-import builtins
 from typing import Optional
 
 from .module_index import Scope, calls_named
@@ -34,11 +33,6 @@ def backpropagated_result(analysis, call: ast.Call, scope: Scope, stmt) -> Optio
         return None
     if all(_returns_fresh(project, ref) for ref in refs):
         return None  # ``init_hidden`` returns ``weight.new_zeros(...)``: an input of the step, not its graph
-    bodies = [ref for ref in refs if not _stub(project, ref)]
-    if bodies and all(project.calls_backward(ref) for ref in bodies):
-        return None  # ``attacker.attack(model, x, y)`` backpropagates itself: it needs grad, it is no inference
-    if all(_reshapes_arguments(project, ref) for ref in refs):
-        return None  # ``w = split_styles(batch)``: its result is its arguments rearranged, no forward inside
     module = analysis.index.module_name
     sites = project.call_sites(name)
     if len(sites) > MAX_CALL_SITES:
@@ -58,6 +52,8 @@ def backpropagated_result(analysis, call: ast.Call, scope: Scope, stmt) -> Optio
                 continue
             line = flow.attached_into_backward(caller_scope, other_stmt.targets[0].id)
             if line is not None:
+                if _no_forward_of_its_own(project, refs):
+                    return None
                 return Evidence(f"result of `{ast.unparse(func)}(...)`, which `{caller_scope.qualname}` "
                                 f"backpropagates (line {line})", call.lineno)
     return None
@@ -70,38 +66,55 @@ def _scope_named(analysis, qualname: str) -> Optional[Scope]:
     return None
 
 
+def _no_forward_of_its_own(project, refs) -> bool:
+    """Read only once a caller is found to backpropagate the result (it reads the callees'
+    files): ``attacker.attack(model, x, y)`` backpropagates itself, so it needs grad and is
+    no inference; ``w = split_styles(batch)`` only rearranges its arguments."""
+    bodies = [ref for ref in refs if not _stub(project, ref)]
+    if bodies and all(project.calls_backward(ref) for ref in bodies):
+        return True
+    return not any(_runs_forward(project, ref) for ref in bodies)
+
+
+def _runs_forward(project, ref, depth: int = 0) -> bool:
+    """Can the function run a model: a module call, an attribute of its object called
+    directly (``self.generator(z)``), a callable it is handed, a method of a module, or a
+    project function that does (two calls deep)? A helper that only moves or slices its
+    inputs (``batch.to(device)``, ``torch.cat(...)``, list building) runs none."""
+    found = project.scope_for(ref)
+    if found is None:
+        return True  # unknown: keep the benefit of the doubt
+    analysis, scope = found
+    kinds = analysis.graph.kinds
+    imports = analysis.index.imports
+    for call, stmt in scope.calls:
+        func = call.func
+        if imports.qualname(func):
+            continue  # a library function (torch.cat, np.stack, F.pad)
+        if kinds.module_call(call, scope, stmt) is not None:
+            return True
+        if isinstance(func, ast.Name) and func.id in scope.params:
+            return True  # a callable handed in (``loss_fn(model, batch)``)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            refs = kinds.resolve_functions(func, scope, stmt)
+            if not refs:
+                return True  # ``self.generator(z)``: an attribute of the object, called
+            if depth < 2 and any(_runs_forward(project, r, depth + 1) for r in refs[:MAX_TARGETS]):
+                return True
+            continue
+        if isinstance(func, ast.Attribute):
+            kind = kinds.kind_of(func.value, scope, stmt)
+            if kind is not None and kind.is_module:
+                return True  # ``model.encode(x)``
+        refs = kinds.resolve_functions(func, scope, stmt)
+        if refs and depth < 2 and any(_runs_forward(project, r, depth + 1) for r in refs[:MAX_TARGETS]):
+            return True
+    return False
+
+
 def _stub(project, ref) -> bool:
     found = project.scope_for(ref)
     return found is not None and is_stub(found[1].node)
-
-
-def _reshapes_arguments(project, ref) -> bool:
-    """Does the function only rearrange what it is given: no graph of its own in what it
-    returns, and nothing called but builtins, container methods and torch functions
-    (``out = []; for i in range(n): out.append(batch[:, i]); return out``)?"""
-    from .summaries import summary_for
-
-    found = project.scope_for(ref)
-    summary = summary_for(project, ref)
-    if found is None or summary is None or not found[1].returns:
-        return False
-    analysis, scope = found
-    imports = analysis.index.imports
-    for call, _ in scope.calls:
-        func = call.func
-        if isinstance(func, ast.Name) and func.id not in imports.aliases:
-            if func.id not in _BUILTIN_FUNCTIONS or analysis.graph.kinds.is_project_callable(func, scope):
-                return False
-        elif isinstance(func, ast.Attribute) and not (imports.qualname(func) or "").startswith("torch."):
-            if func.attr not in _CONTAINER_METHODS:
-                return False
-        elif not (imports.qualname(func) or "").startswith("torch."):
-            return False
-    return summary.position(None) is None
-
-
-_BUILTIN_FUNCTIONS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
-_CONTAINER_METHODS = frozenset(name for name in dir(dict) + dir(list) + dir(str) if not name.startswith("_"))
 
 
 def _returns_fresh(project, ref) -> bool:

@@ -107,6 +107,10 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
         defs = analysis.flow.reaching(scope, module, stmt)
         if defs and all(_frozen_where_made(analysis, scope, d, depth) for d in defs):
             return True
+    owner = module.rpartition(".")[0]
+    if depth < 3 and owner and owner != "self":
+        # ``G.mapping(z)`` after ``G = G.eval().requires_grad_(False)``: a submodule of a frozen module
+        return frozen_module(analysis, scope, owner, stmt, depth + 1)
     return False
 
 

@@ -73,25 +73,43 @@ def calls_another_hierarchy(caller_analysis, caller: Scope, name: str, analysis,
              if isinstance(call.func, ast.Attribute) and call.func.attr == name]
     if not calls:
         return False
-    mine = {(a.index.module_name, cls) for a, cls in _class_and_bases(analysis, class_name)}
+    project = analysis.project
+    me = (analysis.index.module_name, class_name)
+    mine = _lineage(project, *me)
     for call, stmt in calls:
         receiver = call.func.value
         if isinstance(receiver, ast.Name) and receiver.id == "self":
-            others = [(caller_analysis, caller.class_name)] if caller.class_name else None
+            others = [(caller_analysis.index.module_name, caller.class_name)] if caller.class_name else None
         else:
             others = _receiver_classes(caller_analysis, caller, receiver, stmt)
         if others is None:
             return False  # an object of unknown class may be one of ours
-        for owner, cls in others:
-            theirs = {(a.index.module_name, c) for a, c in _class_and_bases(owner, cls)}
+        for other in others:
             # an instance of the receiver's class or of a subclass: the method is reached when
             # its class is among the receiver's bases, or the receiver's class among its.
-            if (analysis.index.module_name, class_name) in theirs or (owner.index.module_name, cls) in mine:
+            if me in _lineage(project, *other) or other in mine:
                 return False
     return True
 
 
-def _receiver_classes(analysis, scope: Scope, receiver, stmt, depth: int = 0) -> Optional[List[Tuple[object, str]]]:
+def _lineage(project, module: str, class_name: str) -> set:
+    """The class and its project bases, as (module, class), from the symbol tables alone
+    (no other file is analysed for it)."""
+    out = {(module, class_name)}
+    if project is None:
+        return out
+    todo = [(module, class_name)]
+    while todo and len(out) < MAX_BASES:
+        current = todo.pop(0)
+        for base in project.class_table(*current) or []:
+            found = project.base_class(current[0], base)
+            if found is not None and found not in out:
+                out.add(found)
+                todo.append(found)
+    return out
+
+
+def _receiver_classes(analysis, scope: Scope, receiver, stmt, depth: int = 0) -> Optional[List[Tuple[str, str]]]:
     """The project classes of every object ``receiver`` may be where ``stmt`` runs (each
     binding of ``self.actor`` in the class's methods, each definition of a local reaching
     it; for a parameter, what every caller passes), or None when one of them is not a
@@ -118,18 +136,14 @@ def _receiver_classes(analysis, scope: Scope, receiver, stmt, depth: int = 0) ->
         kind = kinds.value_kind(d.value, where, d.stmt)
         if kind is None or kind.class_ref is None or kind.strength != STRONG or kind.by_attribute_name:
             return None
-        for module, cls in kind.classes:
-            owner = project.analysis(module)
-            if owner is None:
-                return None
-            out.append((owner, cls))
+        out.extend(kind.classes)
     return out
 
 
 MAX_PARAMETER_HOPS = 2  # ``evaluate(env, policy)`` called with ``agent``, built by its caller
 
 
-def passed_classes(analysis, scope: Scope, param: str, depth: int) -> Optional[List[Tuple[object, str]]]:
+def passed_classes(analysis, scope: Scope, param: str, depth: int) -> Optional[List[Tuple[str, str]]]:
     """The project classes of what every caller in the linted files passes for the
     parameter ``param`` of the function ``scope``, or None when a caller is unknown or
     passes something else."""

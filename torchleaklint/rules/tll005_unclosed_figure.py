@@ -43,6 +43,10 @@ class UnclosedFigure(Rule):
         fig, ax = plt.subplots()
         ax.plot(history)
         fig.savefig(path)
+
+    for epoch in range(epochs):
+        history.append(train_one_epoch(model, loader))
+        plot_progress(history, f"progress_{epoch}.png")
     ```
 
     ## Use instead
@@ -95,6 +99,8 @@ def plot(values, path):
     fig, ax = plt.subplots()
     ax.plot(values)
     fig.savefig(path)
+for epoch in range(100):
+    plot([epoch], f"loss_{epoch}.png")
 """,
             fixed="""
 import matplotlib.pyplot as plt
@@ -103,6 +109,8 @@ def plot(values, path):
     ax.plot(values)
     fig.savefig(path)
     plt.close(fig)
+for epoch in range(100):
+    plot([epoch], f"loss_{epoch}.png")
 """,
         ),
     ]
