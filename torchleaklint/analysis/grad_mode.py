@@ -66,14 +66,15 @@ class GradMode:
             return None
         sites = project.call_sites_of(index.module_name, scope.name)
         if scope.class_name and len(sites) <= 4 * MAX_CALL_SITES:
-            sites = [site for site in sites if not self._runs_its_own(site, scope)]
+            judged = {}
+            sites = self._reaching(sites, scope, judged)
             if not sites:
                 # Every importer calls the method of another class: the method is reached by
                 # dispatch on objects the program builds by name (``for e in self.evaluators:
                 # e.evaluate(...)``), at calls of that name anywhere in the project.
                 sites = project.call_sites(scope.name)
                 if len(sites) <= 4 * MAX_CALL_SITES:
-                    sites = [site for site in sites if not self._runs_its_own(site, scope)]
+                    sites = self._reaching(sites, scope, judged)
         if not sites or len(sites) > MAX_CALL_SITES:
             return None  # no caller, or a name too common to follow
         if scope.class_name:
@@ -94,6 +95,20 @@ class GradMode:
             if caller_scope is scope or not analysis.grad.scope_off(caller_scope, depth + 1):
                 return None
         return f"every call of `{scope.name}` in the linted files runs under no_grad"
+
+    def _reaching(self, sites, scope: Scope, judged: dict):
+        """The sites whose caller may reach the method (judged once per caller)."""
+        out = []
+        for site in sites:
+            key = site[:2]
+            if site[2]:
+                out.append(site)  # under no_grad there: whichever method it reaches, it says grad is off
+                continue
+            if key not in judged:
+                judged[key] = not self._runs_its_own(site, scope)
+            if judged[key]:
+                out.append(site)
+        return out
 
     def _fitting_calls_off(self, site, scope: Scope):
         """The site as grad-off when every call in that caller that can reach the method

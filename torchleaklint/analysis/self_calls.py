@@ -92,21 +92,12 @@ def calls_another_hierarchy(caller_analysis, caller: Scope, name: str, analysis,
     return True
 
 
-def _lineage(project, module: str, class_name: str) -> set:
+def _lineage(project, module: str, class_name: str):
     """The class and its project bases, as (module, class), from the symbol tables alone
     (no other file is analysed for it)."""
-    out = {(module, class_name)}
     if project is None:
-        return out
-    todo = [(module, class_name)]
-    while todo and len(out) < MAX_BASES:
-        current = todo.pop(0)
-        for base in project.class_table(*current) or []:
-            found = project.base_class(current[0], base)
-            if found is not None and found not in out:
-                out.add(found)
-                todo.append(found)
-    return out
+        return frozenset({(module, class_name)})
+    return project.class_lineage(module, class_name)
 
 
 def _receiver_classes(analysis, scope: Scope, receiver, stmt, depth: int = 0) -> Optional[List[Tuple[str, str]]]:
