@@ -10,11 +10,17 @@ import ast
 from .module_index import Scope
 
 
-def call_fits(scope: Scope, call: ast.Call) -> bool:
+def spelled_as_call_of(scope: Scope, call: ast.Call) -> bool:
+    """A module-level function is called by its name; a method through an attribute
+    (``self.evaluate()``): ``model.eval()`` is not a call of a function named ``eval``."""
     if scope.class_name is None:
-        if not isinstance(call.func, ast.Name):
-            return False
-    elif not isinstance(call.func, ast.Attribute):
+        return isinstance(call.func, ast.Name)
+    return isinstance(call.func, ast.Attribute)
+
+
+def call_fits(scope: Scope, call: ast.Call) -> bool:
+    """Spelled as a call of the function, with arguments its parameters can take."""
+    if not spelled_as_call_of(scope, call):
         return False
     spec = getattr(scope.node, "args", None)
     if not isinstance(spec, ast.arguments):

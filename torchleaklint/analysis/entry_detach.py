@@ -52,14 +52,9 @@ def callee_parameter(analysis, scope: Scope, stmt, call: ast.Call, arg) -> Optio
     project = analysis.project
     if project is None:
         return None
-    found = forward_of(analysis.graph, call, scope, stmt)
+    found = forward_of(analysis.graph, call, scope, stmt) or analysis.graph.kinds.only_callee(call.func, scope, stmt)
     if found is None:
-        refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
-        if len(refs) != 1:
-            return None
-        found = project.scope_for(refs[0])
-        if found is None:
-            return None
+        return None
     callee_analysis, callee = found
     param = parameter_of(call, callee, arg)
     return (callee_analysis, callee, param) if param is not None else None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from .module_index import Scope, contains, start_of
+from .names import last_name
 from .summaries import argument_of, passed_parameters
 
 _UNKNOWN = object()
@@ -157,8 +158,7 @@ def grad_switched_by(scope: Scope, stmt, bindings: Dict[str, object]) -> bool:
         for item in node.items:
             expr = item.context_expr
             names = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
-            calls = {(n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", ""))
-                     for n in ast.walk(expr) if isinstance(n, ast.Call)}
+            calls = {last_name(n.func) for n in ast.walk(expr) if isinstance(n, ast.Call)}
             if names & set(bindings) or (calls & _GRAD_CONTEXTS and not isinstance(expr, ast.Call)) \
                     or ("set_grad_enabled" in calls):
                 return True
@@ -176,8 +176,8 @@ def _switched_before(scope: Scope, stmt) -> bool:
             break
         if not (isinstance(node, ast.Expr) and isinstance(node.value, (ast.Call, ast.IfExp))):
             continue
-        switches = [n for n in ast.walk(node.value) if isinstance(n, ast.Call)
-                    and (n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")) == "set_grad_enabled"]
+        switches = [n for n in ast.walk(node.value)
+                    if isinstance(n, ast.Call) and last_name(n.func) == "set_grad_enabled"]
         if isinstance(node.value, ast.IfExp) and switches:
             return True
         if any(n.args and not isinstance(n.args[0], ast.Constant) for n in switches):

@@ -121,10 +121,7 @@ def _frozen_where_made(analysis, scope: Scope, d, depth: int) -> bool:
         return _every_caller_passes_frozen(analysis, scope, d.key, depth)
     if d.kind != "assign" or not isinstance(d.value, ast.Call):
         return False
-    refs = analysis.graph.kinds.resolve_functions(d.value.func, scope, d.stmt)
-    if len(refs) != 1 or analysis.project is None:
-        return False
-    found = analysis.project.scope_for(refs[0])
+    found = analysis.graph.kinds.only_callee(d.value.func, scope, d.stmt)
     if found is None:
         return False
     factory_analysis, factory = found

@@ -8,32 +8,15 @@ from __future__ import annotations
 import ast
 from typing import Set
 
-from .module_index import Scope, _enables_grad
+from .module_index import Scope, _enables_grad, contains
 
 
 def grad_enabled_on_purpose(analysis, scope: Scope) -> Set[int]:
     """Ids of the statements of ``scope`` (its own, not nested functions') that run inside
     an explicit ``enable_grad``/``set_grad_enabled(<not False>)``."""
     imports = analysis.index.imports
-    found: Set[int] = set()
     if any(_enables_grad(deco, imports) for deco in scope.decorators):
-        return {id(stmt) for stmt in _own_statements(scope.node.body)}
-    for node in _own_statements(scope.node.body):
-        if isinstance(node, (ast.With, ast.AsyncWith)) and any(
-                _enables_grad(item.context_expr, imports) for item in node.items):
-            found.update(id(stmt) for stmt in _own_statements(node.body))
-    return found
-
-
-def _own_statements(body):
-    """Every statement under ``body``, not entering nested functions or classes."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            inner = getattr(stmt, field, None)
-            if isinstance(inner, list):
-                yield from _own_statements(inner)
-        for case in getattr(stmt, "cases", None) or ():
-            yield from _own_statements(case.body)
+        return {id(stmt) for stmt in scope.statements}
+    blocks = [stmt for stmt in scope.statements if isinstance(stmt, (ast.With, ast.AsyncWith))
+              and any(_enables_grad(item.context_expr, imports) for item in stmt.items)]
+    return {id(stmt) for stmt in scope.statements if any(stmt is not b and contains(b, stmt) for b in blocks)}

@@ -5,7 +5,7 @@ whose every caller in the linted tree runs them with grad disabled."""
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Optional, Tuple
 
 from .call_arity import call_fits
 from .module_index import Scope, calls_named, grad_off_call
@@ -65,8 +65,8 @@ class GradMode:
         if project is None or depth >= MAX_CALLER_DEPTH:
             return None
         sites = project.call_sites_of(index.module_name, scope.name)
+        judged = {}  # caller -> (reaches the method, its fitting calls all under no_grad)
         if scope.class_name and len(sites) <= 4 * MAX_CALL_SITES:
-            judged = {}
             sites = self._reaching(sites, scope, judged)
             if not sites:
                 # Every importer calls the method of another class: the method is reached by
@@ -78,7 +78,8 @@ class GradMode:
         if not sites or len(sites) > MAX_CALL_SITES:
             return None  # no caller, or a name too common to follow
         if scope.class_name:
-            sites = [self._fitting_calls_off(site, scope) for site in sites]
+            sites = [(site[0], site[1], True) if not site[2] and self._judge(site, scope, judged)[1] else site
+                     for site in sites]
         own_is_test = project.is_test_module(index.module_name)
         unguarded_tests = [site for site in sites if not site[2] and not own_is_test and project.is_test_module(site[0])]
         if len(unguarded_tests) == len(sites):
@@ -98,48 +99,39 @@ class GradMode:
 
     def _reaching(self, sites, scope: Scope, judged: dict):
         """The sites whose caller may reach the method (judged once per caller)."""
-        out = []
-        for site in sites:
-            key = site[:2]
-            if site[2]:
-                out.append(site)  # under no_grad there: whichever method it reaches, it says grad is off
-                continue
-            if key not in judged:
-                judged[key] = not self._runs_its_own(site, scope)
-            if judged[key]:
-                out.append(site)
-        return out
+        # A site under no_grad stays: whichever method it reaches, it says grad is off.
+        return [site for site in sites if site[2] or self._judge(site, scope, judged)[0]]
 
-    def _fitting_calls_off(self, site, scope: Scope):
-        """The site as grad-off when every call in that caller that can reach the method
-        (``self.evaluator.eval(inputs, model)``, not ``self.model.eval()``) runs under no_grad."""
-        module, caller, off = site
-        if off or caller == module:
-            return site
+    def _judge(self, site, scope: Scope, judged: dict) -> Tuple[bool, bool]:
+        """For the caller of ``site``, judged once: can it reach the method, and does every
+        call there that can reach it run under no_grad?"""
+        key = site[:2]
+        if key not in judged:
+            judged[key] = self._judge_caller(*key, scope)
+        return judged[key]
+
+    def _judge_caller(self, module: str, caller: str, scope: Scope) -> Tuple[bool, bool]:
+        """Not reached: a caller whose calls of the name cannot fit the method's parameters
+        (``self.model.eval()`` is no call of ``Evaluator.eval(self, inputs, model)``), or
+        that runs ``self.<name>(...)`` in a class unrelated to the method's (``ERM.update``
+        calling ``self.predict(x)`` never runs another algorithm's ``predict``) or calls it
+        on objects of such a class (``evaluators = GroupEvaluator(opt)`` then
+        ``evaluators.evaluate(...)`` in a script). Grad-off: every call that can reach it
+        (``self.evaluator.eval(inputs, model)``) sits under no_grad, in a function."""
         found = self.analysis.project.scope_for(FunctionRef(module, caller))
         if found is None:
-            return site
+            return True, False
         caller_analysis, caller_scope = found
-        fitting = [stmt for call, stmt in calls_named(caller_scope, scope.name) if call_fits(scope, call)]
-        if fitting and all((caller_analysis.index.ctx(stmt) is not None and caller_analysis.index.ctx(stmt).grad_off)
-                           for stmt in fitting):
-            return module, caller, True
-        return site
-
-    def _runs_its_own(self, site, scope: Scope) -> bool:
-        """Is the call site a ``self.<name>(...)`` in a class unrelated to the method's, which
-        runs that class's own method (``ERM.update`` calling ``self.predict(x)`` never runs
-        another algorithm's ``predict``), or a call on an object built from such a class
-        (``evaluators = GroupEvaluator(opt)`` then ``evaluators.evaluate(...)`` in a script)?"""
-        module, caller, _ = site
-        found = self.analysis.project.scope_for(FunctionRef(module, caller))
-        if found is None:
-            return False
-        caller_analysis, caller_scope = found
-        calls = [call for call, _ in calls_named(caller_scope, scope.name)]
-        if calls and not any(call_fits(scope, call) for call in calls):
-            return True  # ``self.model.eval()`` cannot be a call of ``Evaluator.eval(self, inputs, model)``
-        return calls_another_hierarchy(caller_analysis, caller_scope, scope.name, self.analysis, scope.class_name)
+        calls = list(calls_named(caller_scope, scope.name))
+        fitting = [stmt for call, stmt in calls if call_fits(scope, call)]
+        if calls and not fitting:
+            return False, False
+        if calls_another_hierarchy(caller_analysis, caller_scope, scope.name, self.analysis, scope.class_name):
+            return False, False
+        index = caller_analysis.index
+        off = caller != module and bool(fitting) and all(
+            index.ctx(stmt) is not None and index.ctx(stmt).grad_off for stmt in fitting)
+        return True, off
 
     def _project_decorator_off(self, deco, scope: Scope) -> Optional[str]:
         """``@smart_inference_mode()``: a project decorator (or decorator factory) whose body
@@ -149,10 +141,7 @@ class GradMode:
         project = self.analysis.project
         if project is None or not isinstance(target, (ast.Name, ast.Attribute)):
             return None
-        refs = kinds.resolve_functions(target, scope, None)
-        if len(refs) != 1:
-            return None
-        found = project.scope_for(refs[0])
+        found = kinds.only_callee(target, scope, None)
         if found is None:
             return None
         analysis, decorator = found

@@ -493,6 +493,12 @@ class ObjectKinds:
             return []  # too common a method name to guess the receiver's class from
         return candidates
 
+    def only_callee(self, func, scope: Scope, stmt) -> Optional[Tuple[object, Scope]]:
+        """(analysis, scope) of the one project function a call of ``func`` reaches, or None
+        when it reaches none, several, or one whose file cannot be read."""
+        refs = self.resolve_functions(func, scope, stmt)
+        return self.project.scope_for(refs[0]) if len(refs) == 1 else None
+
     def is_project_callable(self, func, scope: Scope) -> bool:
         if self.project is None:
             return False

@@ -45,8 +45,8 @@ class CallSite:
 STAR = "*"  # key prefix of star imports in a symbol table's imports
 
 
-MAX_REEXPORT_HOPS = 3
-MAX_LINEAGE = 12  # project classes walked up from one class  # ``pkg/__init__.py`` re-exporting ``pkg.sub``'s names, and so on
+MAX_REEXPORT_HOPS = 3  # ``pkg/__init__.py`` re-exporting ``pkg.sub``'s names, and so on
+MAX_LINEAGE = 12  # project classes walked up from one class
 
 
 @dataclass
@@ -153,7 +153,7 @@ class ProjectIndex:
         self._classes_by_name: Optional[Dict[str, List[str]]] = None
         # Answers that depend on the symbol tables alone, kept across files until a table changes
         self._imported: Dict[str, FrozenSet[str]] = {}
-        self._lineages: Dict[Tuple[str, str], FrozenSet[Tuple[str, str]]] = {}
+        self._lineages: Dict[Tuple[str, str], Tuple[Tuple[str, str], ...]] = {}
         self._components: Optional[Dict[str, FrozenSet[str]]] = None
         self._importers: Optional[Dict[str, List[str]]] = None
 
@@ -531,22 +531,22 @@ class ProjectIndex:
                 out |= self.class_bases(found[0], found[1], seen)
         return out
 
-    def class_lineage(self, module: str, name: str) -> FrozenSet[Tuple[str, str]]:
-        """The class and its project bases, as (module, class), from the symbol tables
-        (kept until a table changes)."""
+    def class_lineage(self, module: str, name: str) -> Tuple[Tuple[str, str], ...]:
+        """The class and its project bases, as (module, class), nearest first, from the
+        symbol tables (kept until a table changes)."""
         key = (module, name)
         found = self._lineages.get(key)
         if found is None:
-            out = {key}
+            out = [key]
             todo = [key]
             while todo and len(out) < MAX_LINEAGE:
                 current = todo.pop(0)
                 for base in self.class_table(*current) or []:
                     parent = self.base_class(current[0], base)
                     if parent is not None and parent not in out:
-                        out.add(parent)
+                        out.append(parent)
                         todo.append(parent)
-            found = self._lineages[key] = frozenset(out)
+            found = self._lineages[key] = tuple(out)
         return found
 
     def is_module_class(self, module: str, name: str) -> bool:

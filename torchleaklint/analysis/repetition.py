@@ -5,9 +5,9 @@ step called per batch)."""
 
 from __future__ import annotations
 
-import ast
 from typing import Callable, Optional
 
+from .call_arity import spelled_as_call_of
 from .caller_resets import reset_before_loop
 from .callers import call_names
 from .module_index import Scope, calls_named
@@ -60,7 +60,7 @@ def repeated_call_site(analysis, scope: Scope, depth: int = 0,
                 ctx = caller_analysis.index.ctx(stmt)
                 if ctx is None or not ctx.loops or (graphs and ctx.grad_off):
                     continue
-                if loop_evidence is not None and not _call_fits(scope, call):
+                if loop_evidence is not None and not spelled_as_call_of(scope, call):
                     continue
                 if loop_evidence is None:
                     found = f"called in a loop at {short_path(caller_analysis.path)}:{call.lineno}"
@@ -80,14 +80,6 @@ def repeated_call_site(analysis, scope: Scope, depth: int = 0,
             break
     memo[key] = found
     return found
-
-
-def _call_fits(scope: Scope, call) -> bool:
-    """A module-level function is called by its name; a method through an attribute
-    (``self.evaluate()``): ``model.eval()`` is not a call of a function named ``eval``."""
-    if scope.class_name is None:
-        return isinstance(call.func, ast.Name)
-    return isinstance(call.func, ast.Attribute)
 
 
 def setup_only(analysis, scope: Scope) -> bool:

@@ -13,7 +13,6 @@ from typing import Iterator, List, Optional, Tuple
 from .graph import STRONG
 from .module_index import Scope
 
-MAX_BASES = 12  # project classes walked up from one class
 
 
 def self_call_sites(analysis, scope: Scope) -> Iterator[Tuple[object, Scope, ast.AST]]:
@@ -42,24 +41,15 @@ def _effective_methods(analysis, class_name: str) -> Iterator[Tuple[object, Scop
 
 
 def _class_and_bases(analysis, class_name: str) -> List[Tuple[object, str]]:
-    out = [(analysis, class_name)]
+    """The class and its project bases (nearest first), each with its module's analysis."""
     project = analysis.project
+    out = [(analysis, class_name)]
     if project is None:
         return out
-    todo = [(analysis.index.module_name, class_name)]
-    seen = set(todo)
-    while todo and len(out) < MAX_BASES:
-        module, cls = todo.pop(0)
-        for base in project.class_table(module, cls) or []:
-            found = project.base_class(module, base)
-            if found is None or found in seen:
-                continue
-            seen.add(found)
-            owner = project.analysis(found[0])
-            if owner is None:
-                continue
-            out.append((owner, found[1]))
-            todo.append(found)
+    for module, cls in project.class_lineage(analysis.index.module_name, class_name)[1:]:
+        owner = project.analysis(module)
+        if owner is not None:
+            out.append((owner, cls))
     return out
 
 
@@ -96,7 +86,7 @@ def _lineage(project, module: str, class_name: str):
     """The class and its project bases, as (module, class), from the symbol tables alone
     (no other file is analysed for it)."""
     if project is None:
-        return frozenset({(module, class_name)})
+        return ((module, class_name),)
     return project.class_lineage(module, class_name)
 
 

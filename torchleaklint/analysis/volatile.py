@@ -104,10 +104,7 @@ def _volatile_through_helper(analysis, scope, call, stmt) -> bool:
     project = analysis.project
     if project is None or not any(_true(a) for a in list(call.args) + [k.value for k in call.keywords]):
         return False
-    refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
-    if len(refs) != 1:
-        return False
-    found = project.scope_for(refs[0])
+    found = analysis.graph.kinds.only_callee(call.func, scope, stmt)
     if found is None:
         return False
     _, helper = found

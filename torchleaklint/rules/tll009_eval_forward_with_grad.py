@@ -219,10 +219,7 @@ def evaluate(model, loader):
             name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
             if name is None or index.imports.qualname(call.func) is not None or not project.functions_named(name):
                 continue  # a library call, or no project function of that name
-            refs = kinds.resolve_functions(call.func, scope, stmt)
-            if len(refs) != 1:
-                continue
-            found = project.scope_for(refs[0])
+            found = kinds.only_callee(call.func, scope, stmt)
             if found is None:
                 continue
             callee_analysis, callee = found
