@@ -98,9 +98,9 @@ class GradMode:
         return f"every call of `{scope.name}` in the linted files runs under no_grad"
 
     def _reaching(self, sites, scope: Scope, judged: dict):
-        """The sites whose caller may reach the method (judged once per caller)."""
-        # A site under no_grad stays: whichever method it reaches, it says grad is off.
-        return [site for site in sites if site[2] or self._judge(site, scope, judged)[0]]
+        """The sites whose caller may reach the method (judged once per caller). A site under
+        no_grad is judged too: a caller that cannot reach the method says nothing of it."""
+        return [site for site in sites if self._judge(site, scope, judged)[0]]
 
     def _judge(self, site, scope: Scope, judged: dict) -> Tuple[bool, bool]:
         """For the caller of ``site``, judged once: can it reach the method, and does every
