@@ -13,6 +13,7 @@ import ast
 from typing import Optional
 
 from .callers import has_known_callers
+from .frozen_construction import built_frozen
 from .graph import CONVENTION, Evidence
 from .module_index import Scope, calls_named
 from .objects import PARALLEL_WRAPPERS
@@ -99,6 +100,8 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
             if node.func.attr == "requires_grad_" and node.args and _false(node.args[0]):
                 return True
             node = node.func.value
+        if built_frozen(analysis, scope, node):
+            return True  # ``InceptionV3([idx])``: frozen by its own constructor
         if depth < 3 and isinstance(node, ast.Call) and (dotted(node.func) or "").rsplit(".", 1)[-1] == "deepcopy" \
                 and node.args and dotted(node.args[0]) and \
                 frozen_module(analysis, scope, dotted(node.args[0]), d.stmt, depth + 1):
