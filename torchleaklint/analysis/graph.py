@@ -15,6 +15,7 @@ from typing import Dict, Optional
 
 from .elementwise import rebound_elementwise
 from .keyed_outputs import GRAPH_FREE, keyed_output, position_graph_free
+from .last_writer import written_without_grad
 from .module_index import Def, Scope
 from .names import FUNCTIONAL_LOSSES, dotted, last_name, looks_like_loss_name
 from .detachers import (COPYING_BUILTINS, DETACH_BUILTINS, DETACH_METHODS, DISTRIBUTION_DRAWS,  # noqa: F401
@@ -278,6 +279,8 @@ class GraphOracle:
                     return ev
                 stored = self._stored_evidence(scope, key, defs)
                 return stored
+            if key.startswith("self.") and written_without_grad(self.analysis, scope, key, stmt):
+                return None  # ``self.test()`` just set it with grad off
             outer = self._nonlocal(key, scope)
             if outer is not None:
                 return outer
