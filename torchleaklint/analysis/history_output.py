@@ -9,6 +9,7 @@ import ast
 from typing import Optional
 
 from .names import dotted, last_name
+from .summaries import short_path
 
 # Calls that draw or write every element of a sequence they are given.
 OUTPUT_CALLS = frozenset({
@@ -42,3 +43,60 @@ def _whole(expr, key: str) -> bool:
     if isinstance(expr, (ast.List, ast.Tuple)):
         return any(_whole(e, key) for e in expr.elts)  # ``np.array([self.steps, self.rewards])``
     return False
+
+
+MAX_READER_MODULES = 16
+
+
+def written_out_whole_elsewhere(analysis, key: str) -> Optional[str]:
+    """Where another file of the program (one importing this one) plots or writes the
+    object's list whole: ``plt.plot(agent.losses)``, or looked up by its name
+    (``for name in ["weights_over_time", ...]: var = getattr(dqn, name); plt.plot(var)``).
+    ``key`` is ``self.x``; None when no such read is seen."""
+    project = analysis.project
+    if project is None or not key.startswith("self.") or "." in key[5:]:
+        return None
+    attr = key[5:]
+    module = analysis.index.module_name
+    for other_module in project.importers_of_module(module)[:MAX_READER_MODULES]:
+        other = project.analysis(other_module)
+        if other is None:
+            continue
+        line = _output_of_attribute(other.index.tree, attr)
+        if line is not None:
+            return f"{short_path(other.path)}:{line}"
+    return None
+
+
+def _output_of_attribute(tree, attr: str) -> Optional[int]:
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            continue
+        named = any(isinstance(n, ast.Constant) and n.value == attr for n in ast.walk(func))
+        looked_up = set()
+        if named:
+            for node in ast.walk(func):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                        and isinstance(node.value, ast.Call) and dotted(node.value.func) == "getattr" \
+                        and len(node.value.args) >= 2:
+                    looked_up.add(node.targets[0].id)  # ``var = getattr(dqn, name)``
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Call) or last_name(node.func) not in OUTPUT_CALLS:
+                continue
+            for arg in list(node.args) + [k.value for k in node.keywords]:
+                if _whole_attribute(arg, attr, looked_up):
+                    return node.lineno
+    return None
+
+
+def _whole_attribute(expr, attr: str, looked_up) -> bool:
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == attr and dotted(expr) is not None
+    if isinstance(expr, ast.Name):
+        return expr.id in looked_up
+    if isinstance(expr, ast.Call) and last_name(expr.func) in WHOLE_CONVERSIONS and expr.args:
+        return _whole_attribute(expr.args[0], attr, looked_up)
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return any(_whole_attribute(e, attr, looked_up) for e in expr.elts)
+    return False
+

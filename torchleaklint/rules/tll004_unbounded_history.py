@@ -6,7 +6,7 @@ import ast
 from typing import List, Optional
 
 from ..analysis.epochs import called_per_epoch, runs_per_epoch
-from ..analysis.history_output import written_out_whole
+from ..analysis.history_output import written_out_whole, written_out_whole_elsewhere
 from ..analysis.hook_buffers import hook_buffers
 from ..analysis.instance_lifetime import built_per_call, short_lived
 from ..analysis.names import dotted, words
@@ -53,8 +53,10 @@ class UnboundedHistory(Rule):
     Not reported for a list appended once per epoch (by a method named for the epoch or
     registered for an epoch event): the run's epoch count bounds it. Nor for a list the
     program plots or writes out whole (`plt.plot(self.losses)`, `np.savetxt(path,
-    self.rewards)`, `pd.DataFrame(np.array(self.evals)).to_csv(path)`): every entry is read,
-    the full history is what it is kept for.
+    self.rewards)`, `pd.DataFrame(np.array(self.evals)).to_csv(path)`), in its own file or in
+    a file that imports it (`plt.plot(agent.losses)`, or looked up by its name:
+    `var = getattr(dqn, "weights_over_time"); plt.plot(var)`): every entry is read, the full
+    history is what it is kept for.
     Also a list a forward hook appends to on the hooked module (`layer.inputs.append(x)`) that
     only a backward hook drains (`layer.inputs.pop()`), when the forward hook never checks grad
     mode: forwards under `torch.no_grad()` leave their entries (reported on the append).
@@ -193,7 +195,7 @@ class Agent:
                     continue  # no per-step name, and older entries may be read: not proven to be waste
             if self._bounded(analysis, key, creation):
                 continue
-            if written_out_whole(index.tree, key) is not None:
+            if written_out_whole(index.tree, key) is not None or written_out_whole_elsewhere(analysis, key):
                 continue  # plotted or written whole: every entry is read, the full history is the product
             owner = _owner_class(analysis.index.ctx(creation.stmt).scope) if "." in key else None
             if owner and (short_lived(analysis, owner) or built_per_call(analysis, owner)
