@@ -51,6 +51,9 @@ def backward_site(call: ast.Call, imports: ImportMap, stmt: Optional[ast.AST] = 
         elif func.attr == "backward":
             receiver = func.value
             scalar_proof = not call.args and not any(k.arg in ("gradient", "grad_tensors") for k in call.keywords)
+    elif _scaler_step(call):
+        receiver = call.args[0]  # ``loss_scaler(loss, optimizer, clip_grad=...)``
+        scalar_proof = True
     if receiver is None:
         return None
     retain = any(
@@ -59,6 +62,19 @@ def backward_site(call: ast.Call, imports: ImportMap, stmt: Optional[ast.AST] = 
     )
     keys, direct = receiver_keys(receiver, imports)
     return BackwardSite(call, receiver, tuple(sorted(keys)), scalar_proof, retain, tuple(sorted(direct)), kind, stmt)
+
+
+def _scaler_step(call: ast.Call) -> bool:
+    """``loss_scaler(loss, optimizer, ...)``: a loss-scaler object called with the loss and
+    the optimizer (timm's ``NativeScaler`` and the trainers that copy it) scales the loss,
+    runs its backward and steps the optimizer."""
+    name = dotted(call.func)
+    if name is None or "scaler" not in name.rsplit(".", 1)[-1].lower() or not call.args:
+        return False
+    if not isinstance(call.args[0], (ast.Name, ast.Attribute, ast.BinOp)):
+        return False
+    optimizers = list(call.args[1:2]) + [k.value for k in call.keywords if k.arg == "optimizer"]
+    return any((dotted(o) or "").rsplit(".", 1)[-1].lower().startswith(("optim", "opt")) for o in optimizers)
 
 
 def receiver_keys(expr: ast.AST, imports: ImportMap) -> Tuple[Set[str], Set[str]]:
