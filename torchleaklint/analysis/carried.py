@@ -52,13 +52,13 @@ def carried_states(analysis, scope: Scope, loop: ast.AST) -> Iterator[CarriedSta
                 continue  # ``x = f(); ...; x = x / k``: the previous value is this iteration's
             if _higher_order(scope, loop):
                 continue  # ``create_graph=True``: a deliberate differentiable unroll (MAML, unrolled optimisation)
-            evidence = _new_value(analysis, scope, stmt, key)
+            evidence = bound_value(analysis, scope, stmt, key)
             if evidence is None:
                 continue
             yield CarriedState(key, stmt, loop, evidence, refs)
 
 
-def _new_value(analysis, scope: Scope, stmt, key: str) -> Optional[Evidence]:
+def bound_value(analysis, scope: Scope, stmt, key: str) -> Optional[Evidence]:
     """What the statement binds to ``key``: its element when unpacked
     (``loss, mean_len, lengths = regularize(img, mean_len)`` where the helper returns
     ``mean.detach()`` second), else the whole right side."""

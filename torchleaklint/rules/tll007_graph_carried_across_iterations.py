@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.volatile import volatile_input
-from ..analysis.carried import carried_states, detached_read, initial_value, reads_of, rebuilt_keys
+from ..analysis.carried import bound_value, carried_states, detached_read, initial_value, reads_of, rebuilt_keys
 from ..analysis.graph import CONVENTION
 from ..analysis.names import dotted
 from ..analysis.loops import loop_calls_backward
@@ -283,7 +283,7 @@ def _rebound_across_calls(analysis, scope):
                     d.stmt is not stmt and d.start < (stmt.lineno, stmt.col_offset) and analysis.flow.dominates(d, stmt)
                     for d in scope.defs_of(key)):
                 continue  # set earlier in the same call: this call's value, not the previous call's
-            evidence = analysis.graph.carrying(stmt.value, stmt)
+            evidence = bound_value(analysis, scope, stmt, key)  # its element when unpacked
             if evidence is not None:
                 yield stmt, key, evidence
 
