@@ -210,8 +210,9 @@ def _may_share_graph(analysis, scope, site, other) -> bool:
 
 def _handed_to_backward(analysis, scope, site, outer) -> bool:
     """A later call in the iteration hands a value of the same graph to a project function
-    that backpropagates it (``balancer.step([loss_a, loss_b])`` whose ``step`` calls
-    ``loss.backward()``): that second backward needs the retained graph."""
+    that backpropagates or differentiates it (``balancer.step([loss_a, loss_b])`` whose
+    ``step`` calls ``loss.backward()``, a Hessian-vector product of the KL that came out of
+    the same forward): that second pass needs the retained graph."""
     project = analysis.project
     if project is None:
         return False
@@ -222,11 +223,23 @@ def _handed_to_backward(analysis, scope, site, outer) -> bool:
             continue
         args = list(call.args) + [k.value for k in call.keywords]
         if not any(isinstance(n, ast.Name) and n.id in family for a in args for n in ast.walk(a)):
-            continue
+            # ``old_kl = sum(old_kls) / n`` handed on, ``old_kls`` an output of the same forward
+            behind = _names_behind(analysis, scope, {n.id for a in args for n in ast.walk(a)
+                                                     if isinstance(n, ast.Name)}, stmt, limit=16)
+            if not behind or not (behind - {"self"} - set(scope.params)) & family:
+                continue
         refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
-        if len(refs) == 1 and project.calls_backward(refs[0]):
+        if not refs and isinstance(call.func, ast.Attribute):
+            # ``self.agent.hessian_vector_product(kl, params)``: the project functions of that name
+            refs = project.functions_named(call.func.attr)
+            if len(refs) > MAX_NAMESAKES:
+                refs = []
+        if refs and all(project.computes_gradients(ref) for ref in refs):
             return True
     return False
+
+
+MAX_NAMESAKES = 3  # project functions a method call by name alone may reach
 
 
 def _returned_for_backward(analysis, scope, site) -> bool:
