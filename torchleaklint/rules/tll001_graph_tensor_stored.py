@@ -8,6 +8,7 @@ from ..analysis.backward_reach import gradient_points
 from ..analysis.callers import argument_evidence
 from ..analysis.carried import detached_read
 from ..analysis.graph import CONVENTION
+from ..analysis.held_elsewhere import held_elsewhere
 from ..analysis.names import dotted
 from ..analysis.numpy_buffers import numeric_array
 from ..analysis.per_call_containers import bounded_per_call
@@ -190,6 +191,8 @@ for x in batches:
                     continue
                 if legitimate_keep(analysis, scope, site.container, site.stmt, escape.loop) is not None:
                     continue
+                if held_elsewhere(analysis, scope, site.value, site.container, site.stmt):
+                    continue  # a reference to a tensor a container made before the loop holds anyway
                 if "." not in site.container and module_method(analysis, scope):
                     continue  # a local list of an nn.Module method builds that module's output
                 trains = self._trains(analysis, scope, escape.loop)
