@@ -18,26 +18,44 @@ MAX_DEPTH = 2  # self-calls followed from the call before the read
 
 
 def written_without_grad(analysis, scope, key: str, stmt) -> bool:
-    """Is the nearest statement before ``stmt`` in its block that writes ``key``
-    (``self.x``) a call of a method of the object that writes it only with grad off?"""
+    """Is the nearest statement before ``stmt`` that writes ``key`` (``self.x``) a call of
+    a method of the object that writes it only with grad off (``self.test()``, or
+    ``self.forward(i)`` inside ``with torch.no_grad():``)? Searched back through the
+    statement's block and the ``if``/``with`` blocks around it, not across a loop."""
     project = analysis.project
     if project is None or not scope.class_name or not key.startswith("self.") or "." in key[5:]:
         return False
-    found = _block_of(scope.node, stmt)
-    if found is None:
-        return False
-    block, at = found
-    for earlier in reversed(block[:at]):
-        if any(dotted(t) == key for t in _targets(earlier)):
-            return False  # assigned here: the ordinary flow speaks for it
-        call = earlier.value if isinstance(earlier, ast.Expr) else None
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and dotted(call.func.value) == "self"):
-            continue
-        answer = _writes(analysis, scope.class_name, call.func.attr, key, False, 0)
-        if answer is not None:
-            return answer
+    for block, at, owner in _enclosing_blocks(scope.node, stmt):
+        for earlier in reversed(block[:at]):
+            answer = _judge(analysis, scope, earlier, key, False)
+            if answer is not None:
+                return answer
+        if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)) or owner is scope.node:
+            return False  # the loop's previous iteration, or the function's caller, may have written it
     return False
+
+
+def _judge(analysis, scope, stmt, key: str, off: bool) -> Optional[bool]:
+    """None when ``stmt`` does not write ``key``; else whether it writes it with grad off."""
+    if any(dotted(t) == key for t in _targets(stmt)):
+        return False  # assigned here: the ordinary flow speaks for it
+    if isinstance(stmt, ast.Expr):
+        call = stmt.value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and dotted(call.func.value) == "self":
+            return _writes(analysis, scope.class_name, call.func.attr, key, off, 0)
+        return None
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        inner_off = off or any(grad_off_call(item.context_expr, analysis.index.imports) for item in stmt.items)
+        for inner in reversed(stmt.body):
+            answer = _judge(analysis, scope, inner, key, inner_off)
+            if answer is not None:
+                return answer
+        return None
+    if isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try)):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.stmt) and node is not stmt and _judge(analysis, scope, node, key, off) is not None:
+                return False  # may write it on some path: cannot say which write is last
+    return None
 
 
 def _writes(analysis, class_name: str, method: str, key: str, off: bool, depth: int) -> Optional[bool]:
@@ -73,17 +91,26 @@ def _targets(stmt) -> List[ast.AST]:
     return []
 
 
-def _block_of(root, stmt) -> Optional[Tuple[list, int]]:
-    """The statement list holding ``stmt`` and its position there."""
+def _enclosing_blocks(root, stmt) -> List[Tuple[list, int, ast.AST]]:
+    """(statement list, position, the node owning the list) from the list holding ``stmt``
+    out to the function body."""
+    parents = {}
     for node in ast.walk(root):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if isinstance(block, list):
                 for i, s in enumerate(block):
-                    if s is stmt:
-                        return block, i
+                    if isinstance(s, ast.stmt):
+                        parents[id(s)] = (block, i, node)
         for handler in getattr(node, "handlers", ()) or ():
             for i, s in enumerate(handler.body):
-                if s is stmt:
-                    return handler.body, i
-    return None
+                parents[id(s)] = (handler.body, i, handler)
+    out = []
+    current = stmt
+    while id(current) in parents:
+        block, i, owner = parents[id(current)]
+        out.append((block, i, owner))
+        if owner is root:
+            break
+        current = owner
+    return out
