@@ -129,6 +129,8 @@ class Norm(nn.Module):
     def check(self, ctx: RuleContext):
         if not ctx.uses_torch and not defines_module_class(ctx.analysis):
             return
+        if ctx.in_test_module:
+            return  # a test builds its objects for a few calls, not a training run
         analysis = ctx.analysis
         for scope in analysis.index.scopes:
             if not scope.is_function or scope.name in ("__init__", "reset_parameters"):
@@ -268,16 +270,33 @@ def _buffer_reregistered(stmt, scope) -> Optional[Tuple[str, List[ast.AST], bool
     return None
 
 
-def _computed_from(flow, scope, value, attr) -> bool:
+def _computed_from(flow, scope, value, attr, stmt) -> bool:
     """Is ``value`` arithmetic on ``attr`` through local names (``new_mean = self.mean + d``;
-    ``self.mean = new_mean``), not a re-binding (``model = wrap(self.model)``)?"""
+    ``self.mean = new_mean``), not a re-binding (``model = wrap(self.model)``)? Followed
+    through the definitions that reach the statement, so a later write of another
+    attribute from ``attr`` does not count."""
     if isinstance(value, ast.Name):
         defs = scope.defs_of(value.id)
         if not defs or not all(isinstance(d.value, ast.BinOp) or _tensor_function(d.value) for d in defs):
             return False
     elif not isinstance(value, ast.BinOp):
         return False
-    return any(attr in flow.sources_of(scope, [key]) for key in expr_keys(value) if key != attr)
+    todo = [(key, stmt) for key in expr_keys(value) if key != attr]
+    seen = set()
+    while todo and len(seen) < MAX_SOURCES:
+        key, at = todo.pop()
+        if (key, id(at)) in seen:
+            continue
+        seen.add((key, id(at)))
+        for d in flow.reaching(scope, key, at):
+            found = expr_keys(d.value) if getattr(d, "value", None) is not None else set()
+            if attr in found:
+                return True
+            todo.extend((k, d.stmt) for k in found)
+    return False
+
+
+MAX_SOURCES = 64
 
 
 def _update(stmt, flow=None, scope=None, kinds=None) -> Optional[Tuple[str, List[ast.AST], bool]]:
@@ -307,7 +326,7 @@ def _update(stmt, flow=None, scope=None, kinds=None) -> Optional[Tuple[str, List
         if reads and (isinstance(stmt.value, ast.BinOp) or _tensor_function(stmt.value)
                       or _plain_function_of(stmt.value, attr, kinds, scope)):
             return attr, _operands_without(stmt.value, attr), _pure_sum(stmt.value, attr)
-        if not reads and flow is not None and _computed_from(flow, scope, stmt.value, attr):
+        if not reads and flow is not None and _computed_from(flow, scope, stmt.value, attr, stmt):
             return attr, [stmt.value], False  # ``new_mean = self.mean + ...; self.mean = new_mean``
         return None
     if isinstance(stmt, ast.AugAssign):
