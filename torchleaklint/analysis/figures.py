@@ -98,10 +98,11 @@ def disposal(analysis, scope: Scope, names: List[str], after, many: bool = False
         if qual == SHOW:
             return f"shown at line {call.lineno}"
         if held and any(held & expr_keys(a) for a in args):
-            name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+            # ``self.writer["val"].add_figure(tag, fig)``: the method's name, whatever the receiver
+            name = call.func.attr if isinstance(call.func, ast.Attribute) else (dotted(call.func) or "").rsplit(".", 1)[-1]
             if any(word in name for word in CLOSING_CALLEES) and not any(
                     k.arg == "close" and isinstance(k.value, ast.Constant) and not k.value.value for k in call.keywords):
-                return f"closed by `{dotted(call.func)}` at line {call.lineno}"
+                return f"closed by `{ast.unparse(call.func)}` at line {call.lineno}"
             if isinstance(call.func, ast.Attribute) and dotted(call.func.value) in held:
                 continue  # a method of the figure itself (``fig.savefig``)
             if analysis.graph.kinds.resolve_functions(call.func, scope, None):
@@ -175,7 +176,7 @@ def closed_after_loop(analysis, scope: Scope, site: FigureSite) -> Optional[int]
     return None
 
 
-FEW = 10  # a loop over this many fixed items makes a fixed number of figures per call
+FEW = 20  # a loop over this many fixed items makes a fixed number of figures per call (pyplot warns past 20 open)
 
 
 def repeating_loops(analysis, ctx) -> list:
@@ -200,6 +201,10 @@ def _fixed_iterable(analysis, loop, items, depth: int = 0) -> bool:
             return _fixed_iterable(analysis, loop, items.args[0], depth + 1)  # ``enumerate(YLABELS)``
         if name == "zip":
             return any(_fixed_iterable(analysis, loop, a, depth + 1) for a in items.args)  # the shortest bounds it
+    if isinstance(items, ast.Call) and isinstance(items.func, ast.Name) and items.func.id == "range" \
+            and items.args and not items.keywords:
+        count = _literal_range_length(items)  # ``for context_size in range(1, 16)``
+        return count is not None and count <= FEW
     if isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and not items.args \
             and items.func.attr in ("items", "keys", "values"):
         items = items.func.value
@@ -222,6 +227,20 @@ def _fixed_iterable(analysis, loop, items, depth: int = 0) -> bool:
     if isinstance(items, ast.Dict):
         return len(items.keys) <= FEW and None not in items.keys
     return False
+
+
+def _literal_range_length(call: ast.Call) -> Optional[int]:
+    """Length of ``range(...)`` over integer literals, else None."""
+    values = []
+    for arg in call.args:
+        if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) and isinstance(arg.operand, ast.Constant):
+            arg = ast.Constant(-arg.operand.value) if isinstance(arg.operand.value, int) else arg
+        if not (isinstance(arg, ast.Constant) and type(arg.value) is int):
+            return None
+        values.append(arg.value)
+    if len(values) > 3 or (len(values) == 3 and values[2] == 0):
+        return None
+    return len(range(*values))
 
 
 def _submodules(analysis, loop, items) -> bool:
