@@ -82,6 +82,9 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
     Its parameters then record no autograd."""
     frozen_here = False
     for call, at in scope.calls:
+        if _lightning_freeze(analysis, call, module) and isinstance(at, ast.Expr) and at.lineno < stmt.lineno:
+            frozen_here = True  # ``model.freeze()``: LightningModule's, every parameter frozen
+            continue
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_"):
             continue
         if _chain_root(call.func.value) != module:
@@ -115,6 +118,19 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
         # ``G.mapping(z)`` after ``G = G.eval().requires_grad_(False)``: a submodule of a frozen module
         return frozen_module(analysis, scope, owner, stmt, depth + 1)
     return False
+
+
+def _lightning_freeze(analysis, call, module: str) -> bool:
+    """``model.freeze()`` with no arguments on ``module``, when no project function is named
+    ``freeze`` (LightningModule.freeze sets every ``requires_grad`` to False; a project's own
+    ``freeze`` may freeze a part only)."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "freeze" and not call.args
+            and not call.keywords and _chain_root(call.func.value) == module):
+        return False
+    project = analysis.project
+    return project is not None and not project.functions_named("freeze") \
+        and any(root in ("pytorch_lightning", "lightning") for root in
+                (q.split(".")[0] for q in analysis.index.imports.aliases.values()))
 
 
 def _frozen_where_made(analysis, scope: Scope, d, depth: int) -> bool:
