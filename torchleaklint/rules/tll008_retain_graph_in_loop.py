@@ -106,7 +106,8 @@ for x, y in batches:
                     continue
                 if ctx_.loops:
                     region = ctx_.loops[-1]
-                elif scope.is_function and _called_in_loop(analysis, scope):
+                elif scope.is_function and _called_in_loop(analysis, scope) \
+                        and not _dies_with_call(analysis, scope, site):
                     region = scope.node  # once per call, and the callers loop
                 else:
                     continue
@@ -240,6 +241,33 @@ def _handed_to_backward(analysis, scope, site, outer) -> bool:
 
 
 MAX_NAMESAKES = 3  # project functions a method call by name alone may reach
+
+
+def _dies_with_call(analysis, scope, site) -> bool:
+    """Is every backpropagated value a local of the function (not a parameter, not object
+    state) that is neither returned nor stored anywhere? Then the retained graph loses its
+    last reference when the call returns, before the caller's next iteration: nothing is
+    held across iterations (``kl_grads = autograd.grad(kl.mean(), probs, retain_graph=True)``
+    in a trust-region helper)."""
+    keys = set(site.keys)
+    if not keys or any("." in k or k in scope.params for k in keys):
+        return False
+    for node in ast.walk(scope.node):
+        if isinstance(node, ast.Return) and node.value is not None and keys & expr_keys(node.value):
+            return False
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and keys & set(node.names):
+            return False
+        if isinstance(node, ast.Assign) and keys & expr_keys(node.value) and any(
+                not isinstance(t, ast.Name) for t in node.targets):
+            return False  # ``self.kl = kl`` or ``out[k] = kl``: kept beyond the call
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STORE_CALLS \
+                and any(keys & expr_keys(a) for a in node.args):
+            return False
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not scope.node:
+            return False  # a closure may keep it
+    return True
 
 
 def _returned_for_backward(analysis, scope, site) -> bool:
