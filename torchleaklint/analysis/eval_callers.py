@@ -40,15 +40,19 @@ def evaluation_callers(analysis, scope, eval_calls: Callable, named: Callable, d
         caller_analysis, caller_scope = found
         if caller_scope is scope or caller_analysis.grad.scope_off(caller_scope):
             continue  # recursion, or grad is off there anyway
-        why = _evaluation_call(caller_analysis, caller_scope, scope.name, eval_calls, named, depth)
+        why = _evaluation_call(caller_analysis, caller_scope, scope.name, eval_calls, named, depth,
+                               method=bool(scope.class_name))
         if why is None:
             return None
         reasons.append(why)
     return reasons[0] if reasons else None
 
 
-def _evaluation_call(analysis, scope, name, eval_calls, named, depth) -> Optional[str]:
+def _evaluation_call(analysis, scope, name, eval_calls, named, depth, method: bool = False) -> Optional[str]:
     calls = list(calls_named(scope, name))
+    if method:
+        # A bare ``calc_mi(...)`` calls a function of that name, never a method.
+        calls = [(call, stmt) for call, stmt in calls if isinstance(call.func, ast.Attribute)]
     if not calls:
         return None
     where = scope.qualname if scope.is_function else "the module's top level"
