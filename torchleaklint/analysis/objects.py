@@ -270,6 +270,8 @@ class ObjectKinds:
     def _def_kind(self, d, scope, depth) -> Optional[ObjectKind]:
         if d.kind == "param":
             ann = getattr(d.stmt, "annotation", None)
+            if ann is not None and _class_default(scope.node, d.key):
+                return None  # ``mid_activation: nn.Module = nn.ReLU``: it holds a class; calling it builds a layer
             if ann is not None:
                 qual = self.index.imports.qualname(ann) or dotted(ann) or ""
                 if qual.endswith(("nn.Module", "LightningModule", "PreTrainedModel")):
@@ -538,3 +540,18 @@ def _self_attribute(func) -> bool:
 def _reduction_none(call: ast.Call) -> bool:
     return any(k.arg == "reduction" and isinstance(k.value, ast.Constant) and k.value.value == "none"
                for k in call.keywords)
+
+
+def _class_default(func, name: str) -> bool:
+    """Is the parameter's default a class (``nn.ReLU``, ``Linear``), not an instance?"""
+    args = getattr(func, "args", None)
+    if args is None:
+        return False
+    positional = list(args.posonlyargs) + list(args.args)
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    for arg, default in pairs:
+        if arg.arg == name:
+            last = (dotted(default) or "").rsplit(".", 1)[-1]
+            return isinstance(default, (ast.Name, ast.Attribute)) and last[:1].isupper()
+    return False
