@@ -31,7 +31,7 @@ def callers_drop_graph(analysis, scope) -> Optional[str]:
     sites = [s for s in project.call_sites_of(analysis.index.module_name, scope.name) if not s[2]]
     if not sites or len(sites) > MAX_CALL_SITES:
         return None
-    sites = [s for s in sites if not project.is_test_module(s[0])]  # a test reads a shape once
+    sites = [s for s in sites if not project.is_test_caller(s[0], s[1])]  # a test reads a shape once
     if not sites:
         return None
     where = None

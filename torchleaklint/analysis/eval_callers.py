@@ -29,7 +29,7 @@ def evaluation_callers(analysis, scope, eval_calls: Callable, named: Callable, d
         return None
     # A test calls a library's public method once, outside any run: it says nothing of how
     # the method is used (a ``predict`` whose outputs a user's loss may backpropagate).
-    sites = [site for site in sites if not project.is_test_module(site[0])]
+    sites = [site for site in sites if not project.is_test_caller(*site)]
     if not sites:
         return None
     reasons = []

@@ -259,6 +259,16 @@ class ProjectIndex:
         return table is not None and holds_tests(table.path, lambda: declares_tests(
             table.imports.values(), [qual for qual in table.functions if "." not in qual], table.classes))
 
+    def is_test_caller(self, module: str, caller: str) -> bool:
+        """Is the call site in a test: a test module, or a method of a ``unittest.TestCase``
+        class whatever its file is named (``test.py`` beside the code it checks)?"""
+        if self.is_test_module(module):
+            return True
+        table = self.tables.get(module)
+        if table is None or "." not in caller:
+            return False
+        return any(base.rsplit(".", 1)[-1] == "TestCase" for base in table.classes.get(caller.split(".")[0], ()))
+
     def call_sites_of(self, module: str, name: str) -> List[Tuple[str, str, bool]]:
         """``call_sites(name)`` for the function ``name`` of ``module``, without the calls in
         modules that do not import ``module`` but define a function of that name themselves
