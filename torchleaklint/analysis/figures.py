@@ -70,6 +70,37 @@ def returns_figure(analysis, scope: Scope) -> bool:
     return False
 
 
+def made_only_without(analysis, scope: Scope, call: ast.Call) -> bool:
+    """Does the helper make its figure only when a parameter is None (``if ax is None: fig,
+    ax = plt.subplots()``) and ``call`` passes that parameter? It then draws on the caller's
+    axes and makes no figure."""
+    sites = list(figure_sites(analysis, scope))
+    if not sites or not isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    params = [a.arg for a in scope.node.args.posonlyargs + scope.node.args.args]
+    for site in sites:
+        guard = next((node for node in ast.walk(scope.node) if isinstance(node, ast.If) and _none_test(node.test)
+                      and any(contains(inner, site.stmt) for inner in node.body)), None)
+        if guard is None:
+            return False
+        name = guard.test.left.id
+        passed = next((k.value for k in call.keywords if k.arg == name), None)
+        if passed is None and name in params:
+            position = params.index(name) - (1 if scope.class_name and params[:1] == ["self"] else 0)
+            if 0 <= position < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+                passed = call.args[position]
+        if passed is None or (isinstance(passed, ast.Constant) and passed.value is None):
+            return False
+    return True
+
+
+def _none_test(test) -> bool:
+    """``ax is None``."""
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None)
+
+
 def disposal(analysis, scope: Scope, names: List[str], after, many: bool = False) -> Optional[str]:
     """How the figure held by ``names`` is closed, shown or handed off; None if never.
 

@@ -6,7 +6,7 @@ import ast
 
 from ..analysis.figure_repetition import repetition_seen
 from ..analysis.figures import (LEFT_FOR_CALLER, closed_after_loop, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
-                                never_called, pyplot_alias, repeating_loops, returns_figure, run_once)
+                                made_only_without, never_called, pyplot_alias, repeating_loops, returns_figure, run_once)
 from ..analysis.flag_arms import dead_arm
 from ..analysis.module_index import enclosing_block, expr_keys
 from ..analysis.summaries import summary_for
@@ -181,6 +181,8 @@ for epoch in range(100):
             summary = summary_for(project, refs[0])
             if summary is None or not returns_figure(summary.analysis, summary.scope):
                 continue
+            if made_only_without(summary.analysis, summary.scope, call):
+                continue  # ``plot(..., ax=ax)``: it draws on the caller's axes, no figure of its own
             names = []
             if isinstance(stmt, ast.Assign):
                 names = sorted(set().union(*(expr_keys(t) for t in stmt.targets)))
