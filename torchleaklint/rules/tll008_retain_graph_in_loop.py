@@ -248,10 +248,13 @@ def _dies_with_call(analysis, scope, site) -> bool:
     state) that is neither returned nor stored anywhere? Then the retained graph loses its
     last reference when the call returns, before the caller's next iteration: nothing is
     held across iterations (``kl_grads = autograd.grad(kl.mean(), probs, retain_graph=True)``
-    in a trust-region helper)."""
+    in a trust-region helper that runs no forward of its own)."""
     keys = set(site.keys)
     if not keys or any("." in k or k in scope.params for k in keys):
         return False
+    kinds = analysis.graph.kinds
+    if any(kinds.module_call(call, scope, stmt) is not None for call, stmt in scope.calls):
+        return False  # it runs a forward itself: the modules may keep its activations (attention maps, hooks)
     for node in ast.walk(scope.node):
         if isinstance(node, ast.Return) and node.value is not None and keys & expr_keys(node.value):
             return False
