@@ -225,7 +225,18 @@ def _fixed_items(analysis, loop) -> bool:
     return _fixed_iterable(analysis, loop, loop.iter)
 
 
+# Listings of files on disk: a loop over them makes one figure per file found, however
+# long the run that wrote them (``for f in sorted(glob.glob("results*.txt")):``).
+FILE_LISTINGS = frozenset({"glob", "iglob", "listdir", "scandir", "rglob", "iterdir"})
+
+
 def _fixed_iterable(analysis, loop, items, depth: int = 0) -> bool:
+    if isinstance(items, ast.BinOp) and isinstance(items.op, ast.Add) and depth < 3:
+        return _fixed_iterable(analysis, loop, items.left, depth + 1) and \
+            _fixed_iterable(analysis, loop, items.right, depth + 1)
+    if isinstance(items, ast.Call) and isinstance(items.func, (ast.Attribute, ast.Name)) \
+            and (items.func.attr if isinstance(items.func, ast.Attribute) else items.func.id) in FILE_LISTINGS:
+        return True
     if isinstance(items, ast.Call) and isinstance(items.func, ast.Name) and items.args and depth < 3:
         name = items.func.id
         if name in ("enumerate", "reversed", "sorted", "list", "tuple"):
