@@ -210,19 +210,19 @@ def closed_after_loop(analysis, scope: Scope, site: FigureSite) -> Optional[int]
 FEW = 20  # a loop over this many fixed items makes a fixed number of figures per call (pyplot warns past 20 open)
 
 
-def repeating_loops(analysis, ctx) -> list:
+def repeating_loops(analysis, ctx, literal_ranges: bool = True) -> list:
     """The loops around a statement that repeat without a fixed bound: not those over a
     short literal (``for name in ("loss", "acc")``) or over a module-level constant built
     from one (``for fname, info in FILES.items()``), which run a fixed number of times per call."""
     if ctx is None:
         return []
-    return [loop for loop in ctx.loops if not _fixed_items(analysis, loop)]
+    return [loop for loop in ctx.loops if not _fixed_items(analysis, loop, literal_ranges)]
 
 
-def _fixed_items(analysis, loop) -> bool:
+def _fixed_items(analysis, loop, literal_ranges: bool = True) -> bool:
     if not isinstance(loop, (ast.For, ast.AsyncFor)):
         return False
-    return _fixed_iterable(analysis, loop, loop.iter)
+    return _fixed_iterable(analysis, loop, loop.iter, literal_ranges=literal_ranges)
 
 
 # Listings of files on disk: a loop over them makes one figure per file found, however
@@ -230,21 +230,21 @@ def _fixed_items(analysis, loop) -> bool:
 FILE_LISTINGS = frozenset({"glob", "iglob", "listdir", "scandir", "rglob", "iterdir"})
 
 
-def _fixed_iterable(analysis, loop, items, depth: int = 0) -> bool:
+def _fixed_iterable(analysis, loop, items, depth: int = 0, literal_ranges: bool = True) -> bool:
     if isinstance(items, ast.BinOp) and isinstance(items.op, ast.Add) and depth < 3:
-        return _fixed_iterable(analysis, loop, items.left, depth + 1) and \
-            _fixed_iterable(analysis, loop, items.right, depth + 1)
+        return _fixed_iterable(analysis, loop, items.left, depth + 1, literal_ranges) and \
+            _fixed_iterable(analysis, loop, items.right, depth + 1, literal_ranges)
     if isinstance(items, ast.Call) and isinstance(items.func, (ast.Attribute, ast.Name)) \
             and (items.func.attr if isinstance(items.func, ast.Attribute) else items.func.id) in FILE_LISTINGS:
         return True
     if isinstance(items, ast.Call) and isinstance(items.func, ast.Name) and items.args and depth < 3:
         name = items.func.id
         if name in ("enumerate", "reversed", "sorted", "list", "tuple"):
-            return _fixed_iterable(analysis, loop, items.args[0], depth + 1)  # ``enumerate(YLABELS)``
+            return _fixed_iterable(analysis, loop, items.args[0], depth + 1, literal_ranges)  # ``enumerate(YLABELS)``
         if name == "zip":
-            return any(_fixed_iterable(analysis, loop, a, depth + 1) for a in items.args)  # the shortest bounds it
-    if isinstance(items, ast.Call) and isinstance(items.func, ast.Name) and items.func.id == "range" \
-            and items.args and not items.keywords:
+            return any(_fixed_iterable(analysis, loop, a, depth + 1, literal_ranges) for a in items.args)  # the shortest bounds it
+    if literal_ranges and isinstance(items, ast.Call) and isinstance(items.func, ast.Name) \
+            and items.func.id == "range" and items.args and not items.keywords:
         count = _literal_range_length(items)  # ``for context_size in range(1, 16)``
         return count is not None and count <= FEW
     if isinstance(items, ast.Call) and isinstance(items.func, ast.Attribute) and not items.args \
@@ -368,7 +368,8 @@ def _reuses_named_figure(call: ast.Call, qual: str) -> bool:
                for k in call.keywords)
 
 
-def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False) -> Optional[str]:
+def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False,
+             literal_ranges: bool = False) -> Optional[str]:
     """Every call of the function in the linted files is a statement outside any loop, at
     module level (``run_comparison(...)`` at the bottom of a script) or in a top-level
     function that itself runs once that way (``main()`` under ``if __name__ ...``): it
@@ -407,7 +408,7 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False) -> O
         if not at_top:
             # Called from a function (``train`` in ``train.py``): once only if that function runs once.
             if depth >= 1 or len(functions) != 1 or run_once(caller_analysis, functions[0], depth + 1,
-                                                             methods) is None:
+                                                             methods, literal_ranges) is None:
                 return None
             caller_scope = functions[0]
             via = caller_scope.name
@@ -416,7 +417,7 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False) -> O
             if name != scope.name:
                 continue
             ctx = caller_analysis.index.ctx(stmt)
-            if ctx is None or repeating_loops(caller_analysis, ctx):
+            if ctx is None or repeating_loops(caller_analysis, ctx, literal_ranges):
                 return None  # a loop over a short literal (``for split in ("train", "test")``) is a fixed count
     if not own or own > 8:
         return None

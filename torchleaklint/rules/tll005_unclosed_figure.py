@@ -128,7 +128,7 @@ for epoch in range(100):
                     repeats = repeating_loops(analysis, sctx)
                     if not scope.is_function and not repeats:
                         continue  # one figure in a script is not a leak
-                    if not repeats and (run_once(analysis, scope, methods=True) or never_called(analysis, scope)
+                    if not repeats and (run_once(analysis, scope, methods=True, literal_ranges=True) or never_called(analysis, scope)
                                         or repetition_seen(analysis, scope) is None):
                         continue  # nor is one made by a function the script calls once, never, or not in a loop
                     disposed = disposal(analysis, scope, site.names, site.stmt, site.many) \

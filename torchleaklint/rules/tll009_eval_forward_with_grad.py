@@ -9,6 +9,7 @@ from ..analysis.backward_reach import gradient_points, gradient_reaching
 from ..analysis.dropped_results import callers_drop_graph
 from ..analysis.eval_callers import evaluation_callers
 from ..analysis.eval_mode import eval_mode_call, eval_mode_calls
+from ..analysis.figure_repetition import repetition_seen
 from ..analysis.figures import run_once
 from ..analysis.flag_arms import flag_bindings, grad_switched_by, phase_values, ruled_out_by, skipped_backward
 from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
@@ -365,6 +366,8 @@ def evaluate(model, loader):
             return "a forward known by its name only"
         if not called_with_grad(analysis, scope):
             return self._handed_over(analysis, scope)
+        if not scope.class_name and not analysis.index.ctx(stmt).loops and repetition_seen(analysis, scope) is None:
+            return "run once or never"  # a debug helper the ``__main__`` block calls once: nothing repeats
         reason = graph_stays_inside(analysis, scope)
         if reason is None and graph_stays_inside(analysis, scope, but_returns=True) is not None:
             dropped = callers_drop_graph(analysis, scope)
