@@ -366,7 +366,8 @@ def evaluate(model, loader):
             return "a forward known by its name only"
         if not called_with_grad(analysis, scope):
             return self._handed_over(analysis, scope)
-        if not scope.class_name and not analysis.index.ctx(stmt).loops and repetition_seen(analysis, scope) is None:
+        if scope.parent is analysis.index.module_scope and not analysis.index.ctx(stmt).loops \
+                and repetition_seen(analysis, scope) is None:
             return "run once or never"  # a debug helper the ``__main__`` block calls once: nothing repeats
         reason = graph_stays_inside(analysis, scope)
         if reason is None and graph_stays_inside(analysis, scope, but_returns=True) is not None:
