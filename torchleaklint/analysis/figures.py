@@ -9,6 +9,7 @@ from typing import Iterator, List, Optional
 
 from .module_index import Scope, contains, expr_keys, start_of
 from .names import dotted
+from .summaries import argument_of
 
 FIGURE_MAKERS = frozenset({"matplotlib.pyplot.figure", "matplotlib.pyplot.subplots",
                            "matplotlib.pyplot.subplot_mosaic"})
@@ -77,18 +78,12 @@ def made_only_without(analysis, scope: Scope, call: ast.Call) -> bool:
     sites = list(figure_sites(analysis, scope))
     if not sites or not isinstance(scope.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    params = [a.arg for a in scope.node.args.posonlyargs + scope.node.args.args]
     for site in sites:
         guard = next((node for node in ast.walk(scope.node) if isinstance(node, ast.If) and _none_test(node.test)
                       and any(contains(inner, site.stmt) for inner in node.body)), None)
         if guard is None:
             return False
-        name = guard.test.left.id
-        passed = next((k.value for k in call.keywords if k.arg == name), None)
-        if passed is None and name in params:
-            position = params.index(name) - (1 if scope.class_name and params[:1] == ["self"] else 0)
-            if 0 <= position < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
-                passed = call.args[position]
+        passed = argument_of(call, scope, guard.test.left.id)
         if passed is None or (isinstance(passed, ast.Constant) and passed.value is None):
             return False
     return True

@@ -12,6 +12,7 @@ import ast
 from typing import Optional
 
 from .names import dotted
+from .summaries import argument_of
 
 _CHAIN = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half", "double"})
 
@@ -69,25 +70,13 @@ def _false_here(init, value, call: ast.Call) -> bool:
         return value.value is False
     if not isinstance(value, ast.Name):
         return False
-    passed = _argument(init.node, value.id, call)
+    passed = argument_of(call, init, value.id)
     if passed is not None:
         return isinstance(passed, ast.Constant) and passed.value is False
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return False  # ``*args`` / ``**kwargs``: cannot say what is passed
     default = _default(init.node, value.id)
     return isinstance(default, ast.Constant) and default.value is False
-
-
-def _argument(func, name: str, call: ast.Call) -> Optional[ast.AST]:
-    for k in call.keywords:
-        if k.arg == name:
-            return k.value
-    positional = [a.arg for a in func.args.posonlyargs + func.args.args][1:]  # without ``self``
-    if name in positional:
-        i = positional.index(name)
-        if i < len(call.args):
-            return call.args[i]
-    return None
 
 
 def _default(func, name: str) -> Optional[ast.AST]:
