@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
 from .module_index import Scope, contains, expr_keys, start_of
-from .names import dotted
+from .names import dotted, last_name
 from .summaries import argument_of
 
 FIGURE_MAKERS = frozenset({"matplotlib.pyplot.figure", "matplotlib.pyplot.subplots",
@@ -125,7 +125,7 @@ def disposal(analysis, scope: Scope, names: List[str], after, many: bool = False
             return f"shown at line {call.lineno}"
         if held and any(held & expr_keys(a) for a in args):
             # ``self.writer["val"].add_figure(tag, fig)``: the method's name, whatever the receiver
-            name = call.func.attr if isinstance(call.func, ast.Attribute) else (dotted(call.func) or "").rsplit(".", 1)[-1]
+            name = last_name(call.func) or ""
             if any(word in name for word in CLOSING_CALLEES) and not any(
                     k.arg == "close" and isinstance(k.value, ast.Constant) and not k.value.value for k in call.keywords):
                 return f"closed by `{ast.unparse(call.func)}` at line {call.lineno}"
@@ -229,8 +229,7 @@ def _fixed_iterable(analysis, loop, items, depth: int = 0, literal_ranges: bool 
     if isinstance(items, ast.BinOp) and isinstance(items.op, ast.Add) and depth < 3:
         return _fixed_iterable(analysis, loop, items.left, depth + 1, literal_ranges) and \
             _fixed_iterable(analysis, loop, items.right, depth + 1, literal_ranges)
-    if isinstance(items, ast.Call) and isinstance(items.func, (ast.Attribute, ast.Name)) \
-            and (items.func.attr if isinstance(items.func, ast.Attribute) else items.func.id) in FILE_LISTINGS:
+    if isinstance(items, ast.Call) and last_name(items.func) in FILE_LISTINGS:
         return True
     if isinstance(items, ast.Call) and isinstance(items.func, ast.Name) and items.args and depth < 3:
         name = items.func.id
@@ -267,15 +266,13 @@ def _fixed_iterable(analysis, loop, items, depth: int = 0, literal_ranges: bool 
 
 
 def _literal_range_length(call: ast.Call) -> Optional[int]:
-    """Length of ``range(...)`` over integer literals, else None."""
-    values = []
-    for arg in call.args:
-        if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) and isinstance(arg.operand, ast.Constant):
-            arg = ast.Constant(-arg.operand.value) if isinstance(arg.operand.value, int) else arg
-        if not (isinstance(arg, ast.Constant) and type(arg.value) is int):
-            return None
-        values.append(arg.value)
-    if len(values) > 3 or (len(values) == 3 and values[2] == 0):
+    """Length of ``range(...)`` over integer literals (``range(1, 16)``, ``range(10, -1, -1)``),
+    else None."""
+    try:
+        values = [ast.literal_eval(arg) for arg in call.args]
+    except ValueError:
+        return None
+    if len(values) > 3 or any(type(v) is not int for v in values) or (len(values) == 3 and values[2] == 0):
         return None
     return len(range(*values))
 

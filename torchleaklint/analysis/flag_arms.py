@@ -16,7 +16,7 @@ from typing import Dict, List, Optional
 
 from .module_index import Scope, contains, start_of
 from .names import last_name
-from .summaries import argument_of, passed_parameters
+from .summaries import argument_of, parameter_defaults, passed_parameters
 
 _UNKNOWN = object()
 
@@ -34,9 +34,7 @@ def flag_bindings(call: ast.Call, callee: Scope) -> Dict[str, object]:
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return {}
     args = node.args
-    positional = [a.arg for a in args.posonlyargs + args.args]
-    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    defaults = parameter_defaults(node)
     out: Dict[str, object] = {}
     for name in passed_parameters(callee) + [a.arg for a in args.kwonlyargs]:
         arg = argument_of(call, callee, name)

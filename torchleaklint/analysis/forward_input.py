@@ -13,7 +13,7 @@ import ast
 from typing import Optional
 
 from .callers import has_known_callers
-from .frozen_construction import built_frozen
+from .frozen_construction import built_frozen, requires_grad_values
 from .graph import CONVENTION, Evidence
 from .module_index import Scope, calls_named
 from .objects import PARALLEL_WRAPPERS
@@ -238,26 +238,9 @@ def _parameters_frozen(scope: Scope, module: str, before: int) -> bool:
     for loop in scope.loops:
         if not isinstance(loop, ast.For) or loop.lineno >= before:
             continue
-        it = loop.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
-                and it.func.attr in ("parameters", "named_parameters") and dotted(it.func.value) == module):
-            continue
-        target = loop.target
-        if it.func.attr == "named_parameters" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
-            target = target.elts[1]  # ``for name, p in net.named_parameters():``
-        if not isinstance(target, ast.Name):
-            continue
-        name = target.id
-        for body_stmt in loop.body:
-            if isinstance(body_stmt, ast.Assign) and _false(body_stmt.value) and any(
-                    isinstance(t, ast.Attribute) and t.attr == "requires_grad" and dotted(t.value) == name
-                    for t in body_stmt.targets):
-                return True
-            if isinstance(body_stmt, ast.Expr) and isinstance(body_stmt.value, ast.Call):
-                call = body_stmt.value
-                if isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_" and \
-                        dotted(call.func.value) == name and call.args and _false(call.args[0]):
-                    return True
+        values = requires_grad_values(loop, module)
+        if values and any(value is not None and _false(value) for value in values):
+            return True
     return False
 
 

@@ -9,19 +9,15 @@ autograd in its parameters, so its forward on graph-free inputs records nothing 
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import List, Optional
 
 from .names import dotted
-from .summaries import argument_of
-
-_CHAIN = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half", "double"})
-
+from .summaries import argument_of, parameter_defaults
 
 def built_frozen(analysis, scope, value) -> bool:
-    """Is ``value`` (``InceptionV3([idx]).to(device)``) a project module whose constructor,
-    as called here, sets every parameter's ``requires_grad`` to False?"""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _CHAIN:
-        value = value.func.value
+    """Is ``value`` (``InceptionV3([idx])``, the call under any ``.to(device)``) a project
+    module whose constructor, as called here, sets every parameter's ``requires_grad`` to
+    False?"""
     project = analysis.project
     if project is None or not isinstance(value, ast.Call):
         return False
@@ -44,23 +40,37 @@ def _freezes(init, stmt, call: ast.Call) -> bool:
         c = stmt.value
         return (isinstance(c.func, ast.Attribute) and c.func.attr == "requires_grad_" and dotted(c.func.value) == "self"
                 and bool(c.args) and _false_here(init, c.args[0], call))
-    if not isinstance(stmt, ast.For) or not isinstance(stmt.target, ast.Name):
-        return False
-    it = stmt.iter
-    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "parameters"
-            and dotted(it.func.value) == "self"):
-        return False
-    name = stmt.target.id
-    for inner in stmt.body:
+    values = requires_grad_values(stmt, "self", iterators=("parameters",))
+    return bool(values) and values[0] is not None and _false_here(init, values[0], call)
+
+
+def requires_grad_values(loop, module: str, iterators=("parameters", "named_parameters")) -> Optional[List]:
+    """``for p in module.parameters(): p.requires_grad = v`` (or ``p.requires_grad_(v)``):
+    the value each statement of the loop body sets, in order (None for ``requires_grad_()``
+    without one); None when the loop does not walk ``module``'s parameters."""
+    if not isinstance(loop, ast.For):
+        return None
+    it = loop.iter
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in iterators
+            and dotted(it.func.value) == module):
+        return None
+    target = loop.target
+    if it.func.attr == "named_parameters" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        target = target.elts[1]  # ``for name, p in net.named_parameters():``
+    if not isinstance(target, ast.Name):
+        return None
+    name = target.id
+    values: List = []
+    for inner in loop.body:
         if isinstance(inner, ast.Assign) and any(
                 isinstance(t, ast.Attribute) and t.attr == "requires_grad" and dotted(t.value) == name
                 for t in inner.targets):
-            return _false_here(init, inner.value, call)
-        if isinstance(inner, ast.Expr) and isinstance(inner.value, ast.Call):
+            values.append(inner.value)
+        elif isinstance(inner, ast.Expr) and isinstance(inner.value, ast.Call):
             c = inner.value
             if isinstance(c.func, ast.Attribute) and c.func.attr == "requires_grad_" and dotted(c.func.value) == name:
-                return bool(c.args) and _false_here(init, c.args[0], call)
-    return False
+                values.append(c.args[0] if c.args else None)
+    return values
 
 
 def _false_here(init, value, call: ast.Call) -> bool:
@@ -75,18 +85,5 @@ def _false_here(init, value, call: ast.Call) -> bool:
         return isinstance(passed, ast.Constant) and passed.value is False
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return False  # ``*args`` / ``**kwargs``: cannot say what is passed
-    default = _default(init.node, value.id)
+    default = parameter_defaults(init.node).get(value.id)
     return isinstance(default, ast.Constant) and default.value is False
-
-
-def _default(func, name: str) -> Optional[ast.AST]:
-    args = func.args.posonlyargs + func.args.args
-    defaults = func.args.defaults
-    offset = len(args) - len(defaults)
-    for i, a in enumerate(args):
-        if a.arg == name:
-            return defaults[i - offset] if i >= offset else None
-    for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults):
-        if a.arg == name:
-            return d
-    return None

@@ -13,6 +13,7 @@ from typing import List, Optional, Tuple
 
 from .module_index import grad_off_call
 from .names import dotted
+from .parents import parent_map
 
 MAX_DEPTH = 2  # self-calls followed from the call before the read
 
@@ -94,23 +95,15 @@ def _targets(stmt) -> List[ast.AST]:
 def _enclosing_blocks(root, stmt) -> List[Tuple[list, int, ast.AST]]:
     """(statement list, position, the node owning the list) from the list holding ``stmt``
     out to the function body."""
-    parents = {}
-    for node in ast.walk(root):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list):
-                for i, s in enumerate(block):
-                    if isinstance(s, ast.stmt):
-                        parents[id(s)] = (block, i, node)
-        for handler in getattr(node, "handlers", ()) or ():
-            for i, s in enumerate(handler.body):
-                parents[id(s)] = (handler.body, i, handler)
+    parents = parent_map(root)
     out = []
     current = stmt
-    while id(current) in parents:
-        block, i, owner = parents[id(current)]
-        out.append((block, i, owner))
-        if owner is root:
-            break
+    while current is not root and current in parents:
+        owner = parents[current]
+        block = next((b for b in (getattr(owner, f, None) for f in ("body", "orelse", "finalbody"))
+                      if isinstance(b, list) and any(s is current for s in b)), None)
+        if block is None:
+            break  # an expression's child, not a statement of a block
+        out.append((block, next(i for i, s in enumerate(block) if s is current), owner))
         current = owner
     return out

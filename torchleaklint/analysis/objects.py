@@ -10,7 +10,7 @@ from typing import List, Optional, Tuple
 from .module_index import Scope
 from .names import dotted, last_name, looks_like_module_name
 from .project import FunctionRef
-from .summaries import CallSummary, summary_for
+from .summaries import CallSummary, parameter_defaults, summary_for
 
 MAX_NAME_CANDIDATES = 3
 STRONG = "strong"
@@ -544,14 +544,5 @@ def _reduction_none(call: ast.Call) -> bool:
 
 def _class_default(func, name: str) -> bool:
     """Is the parameter's default a class (``nn.ReLU``, ``Linear``), not an instance?"""
-    args = getattr(func, "args", None)
-    if args is None:
-        return False
-    positional = list(args.posonlyargs) + list(args.args)
-    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-    for arg, default in pairs:
-        if arg.arg == name:
-            last = (dotted(default) or "").rsplit(".", 1)[-1]
-            return isinstance(default, (ast.Name, ast.Attribute)) and last[:1].isupper()
-    return False
+    default = parameter_defaults(func).get(name)
+    return isinstance(default, (ast.Name, ast.Attribute)) and (dotted(default) or "").rsplit(".", 1)[-1][:1].isupper()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 
+from .module_index import calls_named
 from .names import dotted
 from .project import MAX_CALL_SITES, FunctionRef
 
@@ -111,9 +112,7 @@ def _reset_with_each_backward(project, module: str, qualname: str, name: str) ->
     if found is None:
         return False
     analysis, scope = found
-    calls = [stmt for call, stmt in scope.calls
-             if (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)) == name]
-    return _every_backward_repeats_it(analysis, scope, calls)
+    return _every_backward_repeats_it(analysis, scope, [stmt for _, stmt in calls_named(scope, name)])
 
 
 def _every_backward_repeats_it(analysis, scope, stmts) -> bool:
@@ -144,11 +143,11 @@ def _reset_from_outside(analysis, attr) -> bool:
     module = analysis.index.module_name
     for other_module in [module] + project.importers_of_module(module)[:MAX_WRITER_MODULES]:
         other = analysis if other_module == module else project.analysis(other_module)
-        if other is None:
+        table = project.tables.get(other_module)
+        if other is None or table is None:
             continue
         for scope in other.index.scopes:
-            table = project.tables.get(other_module)
-            if not scope.is_function or table is None or scope.qualname not in table.backward_functions:
+            if not scope.is_function or scope.qualname not in table.backward_functions:
                 continue
             for key, defs in scope.defs.items():
                 if not key.endswith("." + name) or key == attr:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, replace
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .branches import every_branch
 from .module_index import Scope, container_key, expr_keys
@@ -275,6 +275,17 @@ def passed_parameters(callee: Scope) -> List[str]:
     if callee.class_name and positional and positional[0] in ("self", "cls"):
         return positional[1:]
     return positional
+
+
+def parameter_defaults(func) -> Dict[str, ast.AST]:
+    """Each parameter of the function node that has a default, with that default."""
+    args = getattr(func, "args", None)
+    if not isinstance(args, ast.arguments):
+        return {}
+    positional = args.posonlyargs + args.args
+    defaults = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)}
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return defaults
 
 
 def argument_of(call: ast.Call, callee: Scope, param: str):

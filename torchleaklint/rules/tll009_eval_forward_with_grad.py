@@ -24,7 +24,7 @@ from ..analysis.numpy_proof import read_as_numpy
 from ..analysis.parameterless import called_class, holds_no_parameters
 from ..analysis.reachability import unreachable
 from ..analysis.repetition import setup_only
-from ..analysis.summaries import short_path
+from ..analysis.summaries import parameter_defaults, short_path
 from ..analysis.volatile import volatile_input
 from ..diagnostics import UNSAFE, Fix
 from .base import Invalid, Rule, RuleContext
@@ -629,13 +629,7 @@ def _fork(a, b):
 
 def _optional_params(func) -> set:
     """Parameters whose default is None."""
-    args = getattr(func, "args", None)
-    if args is None:
-        return set()
-    positional = args.posonlyargs + args.args
-    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
-    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-    return {a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value is None}
+    return {name for name, d in parameter_defaults(func).items() if isinstance(d, ast.Constant) and d.value is None}
 
 
 def _guards(ctx) -> int:
