@@ -69,23 +69,19 @@ def written_out_whole_elsewhere(analysis, key: str) -> Optional[str]:
 
 
 def _output_of_attribute(tree, attr: str) -> Optional[int]:
-    for func in ast.walk(tree):
-        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-            continue
-        named = any(isinstance(n, ast.Constant) and n.value == attr for n in ast.walk(func))
-        looked_up = set()
-        if named:
-            for node in ast.walk(func):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                        and isinstance(node.value, ast.Call) and dotted(node.value.func) == "getattr" \
-                        and len(node.value.args) >= 2:
-                    looked_up.add(node.targets[0].id)  # ``var = getattr(dqn, name)``
-        for node in ast.walk(func):
-            if not isinstance(node, ast.Call) or last_name(node.func) not in OUTPUT_CALLS:
-                continue
-            for arg in list(node.args) + [k.value for k in node.keywords]:
-                if _whole_attribute(arg, attr, looked_up):
-                    return node.lineno
+    """Line of an output call in the file that takes ``<obj>.attr`` whole, or a name bound by
+    ``getattr`` when the file spells ``attr`` as a string."""
+    looked_up = set()
+    if any(isinstance(n, ast.Constant) and n.value == attr for n in ast.walk(tree)):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Call) and dotted(node.value.func) == "getattr" \
+                    and len(node.value.args) >= 2:
+                looked_up.add(node.targets[0].id)  # ``var = getattr(dqn, name)``
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and last_name(node.func) in OUTPUT_CALLS and any(
+                _whole_attribute(arg, attr, looked_up) for arg in list(node.args) + [k.value for k in node.keywords]):
+            return node.lineno
     return None
 
 
