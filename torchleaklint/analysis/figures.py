@@ -360,6 +360,9 @@ def _reuses_named_figure(call: ast.Call, qual: str) -> bool:
                for k in call.keywords)
 
 
+MAX_ONCE_DEPTH = 2  # callers of callers followed: ``train_classifier`` <- ``task_a`` <- ``main()``
+
+
 def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False,
              literal_ranges: bool = False) -> Optional[str]:
     """Every call of the function in the linted files is a statement outside any loop, at
@@ -399,7 +402,7 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False,
             for c, _ in top.calls)
         if not at_top:
             # Called from a function (``train`` in ``train.py``): once only if that function runs once.
-            if depth >= 1 or len(functions) != 1 or run_once(caller_analysis, functions[0], depth + 1,
+            if depth >= MAX_ONCE_DEPTH or len(functions) != 1 or run_once(caller_analysis, functions[0], depth + 1,
                                                              methods, literal_ranges) is None:
                 return None
             caller_scope = functions[0]
@@ -414,7 +417,7 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False,
     if not own or own > 8:
         return None
     if via is not None:
-        return f"`{scope.name}` is only called once, from `{via}`, which runs once at module level"
+        return f"`{scope.name}` is only called once, from `{via}`, which runs once"
     return f"`{scope.name}` is only called once, at module level"
 
 

@@ -21,7 +21,10 @@ class RetainGraphInLoop(Rule):
     reported when every backpropagated local is deleted later in the same iteration or
     call (`del out`, on every path that runs the backward) without being stored,
     aliased, returned or used with autograd recording first: the retained graph is
-    released there.
+    released there. Nor when the backpropagated value is computed from a graph made before
+    the loop (`p_clean = softmax(model(x))` once, then `kl(model(x + delta), p_clean)`
+    every step): each iteration's backward runs through that shared graph again and must
+    retain it (a leaf made with `requires_grad=True` is not such a graph).
 
     ## Why is this bad
     `retain_graph=True` keeps the saved tensors of the graph after the backward pass. It is
@@ -367,4 +370,47 @@ def _graph_built_outside(analysis, scope, site, stmt, region) -> bool:
         for d in analysis.flow.reaching(scope, key, stmt):
             if d.stmt is region or not contains(region, d.stmt):
                 return True  # made before the loop, or an element of what the loop iterates
+    return _ancestor_graph_before_loop(analysis, scope, site, region)
+
+
+def _ancestor_graph_before_loop(analysis, scope, site, region, limit: int = 48) -> bool:
+    """Is the backpropagated value computed from a graph made before the loop (``p_natural
+    = softmax(model(x))`` once, then ``kl(model(x_adv), p_natural)`` every step)? Each
+    iteration's backward runs through that shared graph again, so each must retain it. Only
+    a name whose every definition reaching its use lies before the loop counts (state the
+    loop rebinds is TLL007's business), and only a value computed by an operation that
+    records a graph: a leaf (``requires_grad=True``) has no saved tensors to lose."""
+    imported = set(analysis.index.imports.aliases)
+    frontier = [(key, site.stmt) for key in site.keys]
+    followed = set()
+    while frontier:
+        key, at = frontier.pop()
+        if (key, id(at)) in followed or "." in key or key in scope.params:
+            continue
+        followed.add((key, id(at)))
+        if len(followed) > limit:
+            return False
+        defs = list(analysis.flow.reaching(scope, key, at))
+        if defs and all(d.stmt is not region and contains(region, d.stmt) for d in defs):
+            for d in defs:
+                for found in expr_keys(getattr(d, "value", None)) - imported:
+                    frontier.append((found, d.stmt))
+            continue
+        if not defs or any(contains(region, d.stmt) and d.stmt is not region for d in defs):
+            continue
+        for d in defs:
+            value = getattr(d, "value", None)
+            if d.kind == "assign" and value is not None and not _makes_leaf(value) \
+                    and analysis.graph.carrying(value, d.stmt) is not None:
+                return True
     return False
+
+
+def _makes_leaf(value) -> bool:
+    """``torch.zeros(n, requires_grad=True)``, ``nn.Parameter(w)``, ``x.requires_grad_()``:
+    a leaf tensor, whose backward keeps no saved tensors."""
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in ("Parameter", "requires_grad_") or any(k.arg == "requires_grad" for k in value.keywords)

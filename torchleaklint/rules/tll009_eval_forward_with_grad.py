@@ -10,7 +10,7 @@ from ..analysis.dropped_results import callers_drop_graph
 from ..analysis.eval_callers import evaluation_callers
 from ..analysis.eval_mode import eval_mode_call, eval_mode_calls
 from ..analysis.figure_repetition import repetition_seen
-from ..analysis.figures import run_once
+from ..analysis.figures import never_called, run_once
 from ..analysis.flag_arms import flag_bindings, grad_switched_by, phase_values, ruled_out_by, skipped_backward
 from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
 from ..analysis.forward_input import frozen_module
@@ -23,7 +23,8 @@ from ..analysis.names import dotted, words
 from ..analysis.numpy_proof import read_as_numpy
 from ..analysis.parameterless import called_class, holds_no_parameters
 from ..analysis.reachability import unreachable
-from ..analysis.repetition import setup_only
+from ..analysis.returned_graph import returned_for_training, submodule_frozen_in_model
+from ..analysis.repetition import repeated_call_site, setup_only
 from ..analysis.summaries import parameter_defaults, short_path
 from ..analysis.volatile import volatile_input
 from ..diagnostics import UNSAFE, Fix
@@ -79,7 +80,17 @@ class EvalForwardWithGrad(Rule):
     caller that keeps the result (a log-probability for REINFORCE) keeps it quiet. Modules that import only
     their own project (whose modules import torch) are checked; a file named `test_*.py`
     is skipped only when it defines tests, and calls from test modules never make a
-    function evaluation code.
+    function evaluation code. A single forward outside any loop is reported only when the
+    function may run again and again: not when its only calls are statements outside loops
+    at module level or in functions that run once that way (`main()` calling `run_task()`
+    calling `train()`, which predicts once after training; a method counts by the calls
+    spelled with its name), nor when nothing in the linted files calls it at all while its
+    module's users are linted. The message says where a loop repeats the call. Nor is a
+    function whose forward reaches its `return` when a caller trains with it: a caller
+    backpropagates what it returns, or a module's `forward` returns it (directly or through
+    one or two callers, as a rendering helper named `inference` inside `render_rays` does);
+    nor a model method that puts one of its own submodules in eval mode (`self.backbone.eval()`,
+    `for m in self.modules(): m.eval()`, freezing batch norm) and returns what it computes.
 
     ## Why is this bad
     With grad enabled, every forward pass saves its activations for a backward pass that
@@ -184,14 +195,14 @@ def evaluate(model, loader):
             if isinstance(found, str):
                 continue  # why not: kept as text for debugging the analysis
             scope_name, why, stmt, evidence = found
-            if not analysis.index.ctx(stmt).loops and run_once(analysis, scope):
+            if not analysis.index.ctx(stmt).loops and _not_repeated(analysis, scope):
                 continue  # one forward, in a function the program runs once: a one-off cost, nothing repeats
             # Decorating a function that also trains (a validation loop at the end of
             # ``train()``) would switch its training off: no fix there.
             fix = None if gradient_points(analysis, scope) else self._fix(ctx, scope)
             for stmt, evidence in [(stmt, evidence), *_other_arms(analysis, scope, stmt)]:
                 loops = analysis.index.ctx(stmt).loops
-                often = f"once per iteration of the loop at line {loops[-1].lineno}" if loops else "once per call"
+                often = f"once per iteration of the loop at line {loops[-1].lineno}" if loops else _how_often(analysis, scope)
                 message = (f"`{scope_name}` {why} and runs a forward pass with autograd recording, {often}: its "
                            f"activations are kept for a backward pass that never uses them")
                 notes = [f"forward: {evidence.describe()}",
@@ -330,6 +341,10 @@ def evaluate(model, loader):
                 found = self._forward_without_gradient(analysis, scope, eval_call)
                 if not isinstance(found, str):
                     stmt, evidence = found
+                    kept = submodule_frozen_in_model(analysis, scope, eval_call, stmt) \
+                        or returned_for_training(analysis, scope, stmt)
+                    if kept:
+                        return kept
                     why = f"calls `{ast.unparse(eval_call)}` at line {eval_call.lineno}"
                     return scope.name, why, stmt, evidence
             return self._handed_over(analysis, scope)
@@ -347,6 +362,9 @@ def evaluate(model, loader):
             return self._handed_over(analysis, scope)  # the main forward trains
         if index.ctx(stmt).loops:
             if named:
+                kept = returned_for_training(analysis, scope, stmt)
+                if kept:
+                    return kept
                 return scope.name, f"is named like evaluation (`{scope.name}`)", stmt, evidence
             callers = _called_in_evaluation(analysis, scope)
             if callers:
@@ -464,8 +482,8 @@ def evaluate(model, loader):
                 if evidence is not None:
                     yield stmt, evidence, False
                 continue
-            dropped = (isinstance(stmt, ast.Expr) and stmt.value is call) or (
-                isinstance(stmt, ast.Assign) and stmt.value is call
+            dropped = (isinstance(stmt, ast.Expr) and _is_value(stmt.value, call)) or (
+                isinstance(stmt, ast.Assign) and _is_value(stmt.value, call)
                 and all(isinstance(t, ast.Name) and t.id == "_" for t in stmt.targets))  # ``_ = model(dummy)``
             evidence = kinds.module_call(call, scope, stmt)
             direct = evidence is not None
@@ -513,6 +531,33 @@ def evaluate(model, loader):
             return None
         edits.append(deco)
         return Fix(UNSAFE, "Decorate the function with `@torch.no_grad()`", tuple(edits))
+
+
+def _is_value(expr, call) -> bool:
+    """Is ``call`` the value of ``expr``, or of an arm of it (``model(img) if cuda else None``)?"""
+    if expr is call:
+        return True
+    return isinstance(expr, ast.IfExp) and (_is_value(expr.body, call) or _is_value(expr.orelse, call))
+
+
+def _how_often(analysis, scope) -> str:
+    """``once per call`` and, when a loop shows it, where the calls repeat."""
+    where = repeated_call_site(analysis, scope)
+    return f"once per call ({where})" if where else "once per call"
+
+
+def _not_repeated(analysis, scope) -> bool:
+    """Does nothing show the function running more than once per process? Its only calls
+    are statements outside loops at module level or in functions that run once that way
+    (a method counts by the calls spelled with its name: ``model.embed(x)`` once after
+    training), or it is a module-level function that no loop, no step counter and no
+    caller in the linted files calls at all (its module's users are linted, or it is a
+    script), and that no step counter shows repeating. One forward per process is a
+    one-off cost: nothing grows with steps or calls."""
+    if run_once(analysis, scope, methods=True):
+        return True
+    return not scope.class_name and never_called(analysis, scope) is not None \
+        and repetition_seen(analysis, scope) is None
 
 
 def _firm(evidence, node) -> bool:

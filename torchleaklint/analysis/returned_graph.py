@@ -1,0 +1,119 @@
+"""Does a function hand its forward's graph to a caller that trains with it?
+
+A model's helper that puts a submodule in eval mode to freeze its batch norm
+(``self.backbone.eval()`` in ``extract_features``) and returns the features, or a
+rendering helper whose outputs a ``forward`` returns to the training step, runs its
+forwards with grad on because a backward pass later uses them: it is not evaluation
+code. The forward's value must reach a ``return``; then some caller in the linted files
+backpropagates what it gets (``feats = net.get_last_features(x); loss(feats).backward()``),
+or is itself a module's ``forward`` that returns it, or returns it on to such a caller.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from .module_index import Scope, calls_named, container_key, expr_keys
+from .names import words
+
+# A method named for prediction or evaluation is evaluation, whatever it puts in eval mode.
+PREDICTION_WORDS = frozenset({"eval", "evaluate", "evaluation", "validate", "validation", "val", "valid",
+                              "test", "predict", "prediction", "infer", "inference", "sample", "generate"})
+MAX_CALLERS = 8  # callers of a name spelled this many times are not followed
+MAX_DEPTH = 2  # callers of callers followed
+
+
+def returned_for_training(analysis, scope: Scope, stmt, depth: int = 0) -> Optional[str]:
+    """Why the value ``stmt`` computes leaves the function for a training caller, or None."""
+    if not scope.is_function or not _reaches_return(analysis, scope, stmt):
+        return None
+    if scope.name == "forward":
+        return f"`{scope.qualname}` returns it as the module's output"
+    project = analysis.project
+    if project is None or depth > MAX_DEPTH:
+        return None
+    for entry in project.callers(scope.name, MAX_CALLERS) or ():
+        if entry is None:
+            continue
+        caller_analysis, caller_scope = entry
+        if caller_scope is scope:
+            continue
+        me = (analysis.index.module_name, scope.qualname)
+        for call, caller_stmt in calls_named(caller_scope, scope.name):
+            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, caller_stmt)
+            if refs and me not in {(r.module, r.qualname) for r in refs}:
+                continue  # ``self.predict(x)`` of another class of the hierarchy
+            names = _bound_names(caller_stmt)
+            line = next((caller_analysis.flow.attached_into_backward(caller_scope, n) for n in sorted(names)
+                         if caller_analysis.flow.attached_into_backward(caller_scope, n) is not None), None)
+            if line is not None:
+                return f"`{caller_scope.qualname}` backpropagates what it returns (line {line})"
+            if returned_for_training(caller_analysis, caller_scope, caller_stmt, depth + 1):
+                return f"`{caller_scope.qualname}` returns it to a caller that trains with it"
+    return None
+
+
+def _reaches_return(analysis, scope: Scope, stmt) -> bool:
+    if isinstance(stmt, ast.Return):
+        return True
+    flow = analysis.flow
+    return any(flow.flows_into_return(scope, name) is not None for name in sorted(_bound_names(stmt)))
+
+
+def _bound_names(stmt) -> set:
+    if isinstance(stmt, ast.Assign):
+        return {k for t in stmt.targets for k in expr_keys(t) if "." not in k}
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+        return {k for k in expr_keys(stmt.target) if "." not in k}
+    value = stmt.value if isinstance(stmt, ast.Expr) else None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in STORES:
+        key = container_key(value.func.value)  # ``chunks.append(model(x))``: what ``chunks`` returns
+        return {key} if key is not None and "." not in key else set()
+    return set()
+
+
+STORES = frozenset({"append", "extend", "insert", "add", "update"})
+
+
+def submodule_frozen_in_model(analysis, scope: Scope, eval_call: ast.Call, stmt) -> Optional[str]:
+    """A method of a module class that puts one of its own submodules in eval mode
+    (``self.backbone.eval()``, freezing its batch norm) and returns what the forward
+    computes: part of the model, whose users may train through it, not evaluation."""
+    project = analysis.project
+    func = eval_call.func
+    if project is None or not scope.class_name or not isinstance(func, ast.Attribute):
+        return None
+    if set(words(scope.name)) & PREDICTION_WORDS:
+        return None  # ``predict`` running its averaged copy in eval mode is evaluation
+    receiver = func.value
+    if not (_own_submodule(receiver) or _iterated_from_self(scope, receiver)):
+        return None  # ``self.eval()`` puts the whole model in eval mode: a prediction method
+    if not project.is_module_class(analysis.index.module_name, scope.class_name):
+        return None
+    if not _reaches_return(analysis, scope, stmt):
+        return None
+    return (f"`{scope.qualname}` puts its submodule `{ast.unparse(receiver)}` in eval mode and returns what "
+            f"the forward computes: part of the model")
+
+
+def _own_submodule(node) -> bool:
+    """``self.backbone``, ``self.encoder.bn``."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+        if isinstance(node, ast.Name):
+            return node.id == "self"
+    return False
+
+
+def _iterated_from_self(scope: Scope, node) -> bool:
+    """``m`` in ``for m in self.modules():`` or ``for layer in self.dropout:``: one of the
+    model's own submodules."""
+    if not isinstance(node, ast.Name):
+        return False
+    for loop in ast.walk(scope.node):
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.target, ast.Name) \
+                and loop.target.id == node.id \
+                and any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(loop.iter)):
+            return True
+    return False
