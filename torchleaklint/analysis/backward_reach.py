@@ -57,12 +57,16 @@ def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
 
 def _trains_in_forward(project, kinds, call, scope, stmt) -> bool:
     """``accs = meta(support_x, ...)`` where the project module's ``forward`` runs the
-    backward passes itself (a meta-learner's inner and outer updates)."""
+    backward passes itself (a meta-learner's inner and outer updates), or ``self.opt(loss)``
+    where the module class overrides ``__call__`` with the backward and the optimizer step."""
     kind = kinds.kind_of(call.func, scope, stmt)
     if kind is None or kind.class_ref is None or not kind.is_module:
         return False
-    refs = project.methods_in_hierarchy(kind.class_ref[0], kind.class_ref[1], "forward")
-    return len(refs) == 1 and (_trains(project, refs[0]) or _differentiates(project, refs[0]))
+    for method in ("__call__", "forward"):  # a project ``__call__`` replaces nn.Module's, forward and all
+        refs = project.methods_in_hierarchy(kind.class_ref[0], kind.class_ref[1], method)
+        if len(refs) == 1:
+            return _trains(project, refs[0]) or _differentiates(project, refs[0])
+    return False
 
 
 def _unresolved_training_method(project, call) -> bool:

@@ -400,6 +400,11 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False,
         at_top = caller == top.qualname and any(
             (c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", None)) == scope.name
             for c, _ in top.calls)
+        holder = top if at_top else (functions[0] if len(functions) == 1 else None)
+        if methods and scope.class_name and holder is not None and _calls_reach_others(
+                caller_analysis, holder, scope, (me, scope.qualname)):
+            own -= 1
+            continue  # every call there reaches another class's method of that name (``trainer.test()``)
         if not at_top:
             # Called from a function (``train`` in ``train.py``): once only if that function runs once.
             if depth >= MAX_ONCE_DEPTH or len(functions) != 1 or run_once(caller_analysis, functions[0], depth + 1,
@@ -411,6 +416,9 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False,
             name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
             if name != scope.name:
                 continue
+            if methods and scope.class_name and _reaches_other(caller_analysis, caller_scope, call, stmt,
+                                                               (me, scope.qualname)):
+                continue  # ``trainer.test()`` beside ``net.test()``: another class's method
             ctx = caller_analysis.index.ctx(stmt)
             if ctx is None or repeating_loops(caller_analysis, ctx, literal_ranges):
                 return None  # a loop over a short literal (``for split in ("train", "test")``) is a fixed count
@@ -419,6 +427,26 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False,
     if via is not None:
         return f"`{scope.name}` is only called once, from `{via}`, which runs once"
     return f"`{scope.name}` is only called once, at module level"
+
+
+def _calls_reach_others(analysis, holder: Scope, scope: Scope, me) -> bool:
+    """Does every call spelled with the method's name in ``holder`` resolve to methods of
+    other classes?"""
+    found = False
+    for call, stmt in holder.calls:
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        if name != scope.name:
+            continue
+        found = True
+        if not _reaches_other(analysis, holder, call, stmt, me):
+            return False
+    return found
+
+
+def _reaches_other(analysis, holder: Scope, call, stmt, me) -> bool:
+    """Does the call resolve to project functions, none of them ``me``?"""
+    refs = analysis.graph.kinds.resolve_functions(call.func, holder, stmt)
+    return bool(refs) and me not in {(r.module, r.qualname) for r in refs}
 
 
 def never_called(analysis, scope: Scope) -> Optional[str]:

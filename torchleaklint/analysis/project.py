@@ -275,6 +275,13 @@ class ProjectIndex:
         or import another project module that does: those run their own (a script with its
         own ``Actor.get_action``)."""
         sites = self.call_sites(name)
+        table = self.tables.get(module)
+        if table is not None and name in table.functions and len(sites) <= 4 * MAX_CALL_SITES:
+            # A module-level function is out of reach of the modules its own module imports
+            # unless they import it back: ``utils.py``'s ``dist.sample()`` is not ``main.sample``.
+            below = self.imported_modules(module)
+            sites = [site for site in sites if site[0] == module or site[0] not in below
+                     or module in self.imported_modules(site[0])]
         definers = {ref.module for ref in self.functions_named(name)} | set(self.classes_named(name))
         if len(definers) <= 1 or len(sites) > 4 * MAX_CALL_SITES:
             return sites  # one module defines it (every call may reach it), or too common to sort out

@@ -117,3 +117,33 @@ def _iterated_from_self(scope: Scope, node) -> bool:
                 and any(isinstance(n, ast.Name) and n.id == "self" for n in ast.walk(loop.iter)):
             return True
     return False
+
+
+def part_of_returned_graph(analysis, scope: Scope, value, container: str) -> bool:
+    """A local list nothing reads (only grown) in a function that returns a value computed
+    from what it stores (``z_list.append(z)`` beside ``pred = decoder(h + expand(z))``,
+    ``return pred``): the list dies with the call, and every graph it holds is part of the
+    returned graph, alive until the caller is done with it anyway."""
+    if not scope.is_function or "." in container or container in scope.params or not scope.returns:
+        return False
+    if not scope.defs_of(container) or _read(scope, container):
+        return False
+    flow = analysis.flow
+    keys = {k for k in expr_keys(value) if "." not in k}
+    return bool(keys) and all(flow.flows_into_return(scope, key) is not None for key in keys)
+
+
+def _read(scope: Scope, container: str) -> bool:
+    """Is the name read other than as the receiver of a growing call (``xs.append(v)``)?"""
+    grown = set()
+    for node in ast.walk(scope.node):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STORES \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == container:
+            grown.add(id(node.func.value))
+    for node in ast.walk(scope.node):
+        if isinstance(node, ast.Name) and node.id == container and isinstance(node.ctx, ast.Load) \
+                and id(node) not in grown:
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and container in node.names:
+            return True
+    return False

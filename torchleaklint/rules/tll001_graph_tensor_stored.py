@@ -9,6 +9,7 @@ from ..analysis.callers import argument_evidence
 from ..analysis.carried import detached_read
 from ..analysis.graph import CONVENTION
 from ..analysis.held_elsewhere import held_elsewhere
+from ..analysis.returned_graph import part_of_returned_graph
 from ..analysis.names import dotted
 from ..analysis.numpy_buffers import numeric_array
 from ..analysis.per_call_containers import bounded_per_call
@@ -36,7 +37,10 @@ class GraphTensorStored(Rule):
     Not reported for a list a function builds afresh on each call and fills over a
     training loop of fixed length (`for a in range(self.n_agents)`, not a loop over data,
     each iteration backpropagating), when the function itself is one step of a loop in its
-    callers: what it keeps lives for one step.
+    callers: what it keeps lives for one step. Nor for a local list nothing reads (only
+    grown) in a function that returns values computed from what it stores (`z_list.append(z)`
+    beside predictions decoded from `z`): the list dies with the call, and its entries are
+    part of the returned graph anyway.
 
     ## Why is this bad
     A tensor produced by a forward pass references its `grad_fn`, and through it the
@@ -193,6 +197,8 @@ for x in batches:
                     continue
                 if held_elsewhere(analysis, scope, site.value, site.container, site.stmt):
                     continue  # a reference to a tensor a container made before the loop holds anyway
+                if part_of_returned_graph(analysis, scope, site.value, site.container):
+                    continue  # an unread local list of values the returned graph holds anyway
                 if "." not in site.container and module_method(analysis, scope):
                     continue  # a local list of an nn.Module method builds that module's output
                 trains = self._trains(analysis, scope, escape.loop)

@@ -6,12 +6,14 @@ import ast
 from typing import List, Optional
 
 from ..analysis.epochs import called_per_epoch, runs_per_epoch
+from ..analysis.figures import run_once
 from ..analysis.history_output import written_out_whole, written_out_whole_elsewhere
 from ..analysis.hook_buffers import hook_buffers
 from ..analysis.instance_lifetime import built_per_call, short_lived
 from ..analysis.names import dotted, words
 from ..analysis.repetition import setup_only
 from ..analysis.stores import store_in_stmt
+from ..analysis.training_runs import outside_training_steps
 from ..analysis.windows import tail_window_only
 from ..diagnostics import UNSAFE, Edit, Fix
 from .base import Invalid, Rule, RuleContext
@@ -209,10 +211,20 @@ class Agent:
             if not analysis.index.ctx(stmt).loops and (runs_per_epoch(analysis, scope)
                                                        or called_per_epoch(analysis, scope)):
                 continue  # one entry per epoch: bounded by the epoch count the run sets
+            if outside_training_steps(analysis, scope, stmt):
+                continue  # once per run, task, round or epoch of a function that trains in its own loop
+            if not analysis.index.ctx(stmt).loops and run_once(analysis, scope, methods=True):
+                continue  # every call is set-up code run once (``driver.on_step(callback)``): a fixed count
             fix = None if nested else self._fix(ctx, key, creation)
             grows = f"one of the lists in `{key}`" if nested else f"`{key}`"
-            message = (f"{grows} grows by one entry on every `{scope.name}()` call (line {stmt.lineno}) and is never "
-                       f"cleared, truncated or bounded: 1M calls keep 1M entries")
+            loops = analysis.index.ctx(stmt).loops
+            if loops and scope.is_function:
+                message = (f"{grows} grows by one entry on every iteration of the loop at line {loops[-1].lineno} "
+                           f"in `{scope.name}()` (line {stmt.lineno}), on every call, and is never cleared, "
+                           f"truncated or bounded: 1M iterations keep 1M entries")
+            else:
+                message = (f"{grows} grows by one entry on every `{scope.name}()` call (line {stmt.lineno}) and is "
+                           f"never cleared, truncated or bounded: 1M calls keep 1M entries")
             notes = [f"append: line {stmt.lineno} in `{scope.name}`", "bounds: no clear/pop/del/reassignment/len check"]
             if window is not None:
                 message += f", though {window}"

@@ -6,6 +6,7 @@ import ast
 
 from ..analysis.carried import carried_states
 from ..analysis.module_index import calls_named, contains, expr_keys, start_of
+from ..analysis.stores import all_stores
 from ..analysis.summaries import stmt_of
 from .base import Invalid, Rule, RuleContext
 
@@ -373,7 +374,7 @@ def _graph_built_outside(analysis, scope, site, stmt, region) -> bool:
     return _ancestor_graph_before_loop(analysis, scope, site, region)
 
 
-def _ancestor_graph_before_loop(analysis, scope, site, region, limit: int = 48) -> bool:
+def _ancestor_graph_before_loop(analysis, scope, site, region, limit: int = 96) -> bool:
     """Is the backpropagated value computed from a graph made before the loop (``p_natural
     = softmax(model(x))`` once, then ``kl(model(x_adv), p_natural)`` every step)? Each
     iteration's backward runs through that shared graph again, so each must retain it. Only
@@ -401,9 +402,22 @@ def _ancestor_graph_before_loop(analysis, scope, site, region, limit: int = 48) 
         for d in defs:
             value = getattr(d, "value", None)
             if d.kind == "assign" and value is not None and not _makes_leaf(value) \
-                    and analysis.graph.carrying(value, d.stmt) is not None:
+                    and (analysis.graph.carrying(value, d.stmt) is not None
+                         or _joins_graphs(analysis, scope, value, d.stmt)):
                 return True
     return False
+
+
+def _joins_graphs(analysis, scope, value, stmt) -> bool:
+    """``torch.stack(pred_actions, 1)`` of a list the function filled with module outputs."""
+    if not (isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name)
+            and isinstance(value.func, ast.Attribute) and value.func.attr in ("stack", "cat", "concat")):
+        return False
+    name = value.args[0].id
+    graph = analysis.graph
+    return any(site.container == name and start_of(site.stmt) < start_of(stmt)
+               and graph.carrying(site.value, site.stmt) is not None
+               for site in all_stores(analysis, scope))
 
 
 def _makes_leaf(value) -> bool:

@@ -195,13 +195,13 @@ def evaluate(model, loader):
             if isinstance(found, str):
                 continue  # why not: kept as text for debugging the analysis
             scope_name, why, stmt, evidence = found
-            if not analysis.index.ctx(stmt).loops and _not_repeated(analysis, scope):
+            if not _repeating_loops(analysis, stmt) and _not_repeated(analysis, scope):
                 continue  # one forward, in a function the program runs once: a one-off cost, nothing repeats
             # Decorating a function that also trains (a validation loop at the end of
             # ``train()``) would switch its training off: no fix there.
             fix = None if gradient_points(analysis, scope) else self._fix(ctx, scope)
             for stmt, evidence in [(stmt, evidence), *_other_arms(analysis, scope, stmt)]:
-                loops = analysis.index.ctx(stmt).loops
+                loops = _repeating_loops(analysis, stmt)
                 often = f"once per iteration of the loop at line {loops[-1].lineno}" if loops else _how_often(analysis, scope)
                 message = (f"`{scope_name}` {why} and runs a forward pass with autograd recording, {often}: its "
                            f"activations are kept for a backward pass that never uses them")
@@ -531,6 +531,38 @@ def evaluate(model, loader):
             return None
         edits.append(deco)
         return Fix(UNSAFE, "Decorate the function with `@torch.no_grad()`", tuple(edits))
+
+
+def _repeating_loops(analysis, stmt) -> list:
+    """The loops around ``stmt`` that repeat the forward: not a walk over the model's own
+    layers that chains one input through them (``for h in self.hidden: xs = h(xs)``),
+    which is one forward pass."""
+    return [loop for loop in analysis.index.ctx(stmt).loops if not _layer_walk(loop)]
+
+
+def _layer_walk(loop) -> bool:
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.target, ast.Name):
+        return False
+    if not _of_self(loop.iter):
+        return False
+    layer = loop.target.id
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr == "forward":
+                func = func.value
+            if isinstance(func, ast.Name) and func.id == layer:
+                return True
+    return False
+
+
+def _of_self(expr) -> bool:
+    """``self.hidden``, ``self.blocks.children()``, ``self.modules()``."""
+    if isinstance(expr, ast.Call):
+        expr = expr.func
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return isinstance(expr, ast.Name) and expr.id == "self"
 
 
 def _is_value(expr, call) -> bool:
