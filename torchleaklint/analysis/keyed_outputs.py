@@ -61,11 +61,38 @@ def forward_of(oracle, call: ast.Call, scope: Scope, stmt) -> Optional[Tuple[obj
         inner = _unwrapped(oracle, func, scope, stmt)  # ``dp_model = nn.DataParallel(lw_model)``
         kind = kinds.kind_of(inner, scope, stmt) if inner is not None else None
     if kind is None or kind.class_ref is None or not kind.is_module:
-        return None
+        return _forward_by_arity(oracle, stmt) if project is not None else None
     refs = project.methods_in_hierarchy(kind.class_ref[0], kind.class_ref[1], "forward")
     if len(refs) != 1:
         return None
     return project.scope_for(refs[0])
+
+
+def _forward_by_arity(oracle, stmt) -> Optional[Tuple[object, Scope]]:
+    """``scores, caps, lengths, alphas, order = decoder(imgs, caps)`` where ``decoder`` is a
+    parameter of unknown class: the one project module class, defined in this module or one
+    it imports, whose ``forward`` returns a tuple of that many items in every return."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple)):
+        return None
+    arity = len(stmt.targets[0].elts)
+    project = oracle.analysis.project
+    own = oracle.analysis.index.module_name
+    key = ("forward-by-arity", own, arity)
+    if key not in project.memo:
+        found = []
+        for module in [own] + sorted(project.imported_modules(own) - {own}):
+            table = project.tables.get(module)
+            for cls in (table.classes if table is not None else ()):
+                if not project.is_module_class(module, cls):
+                    continue
+                refs = project.methods_in_hierarchy(module, cls, "forward")
+                entry = project.scope_for(refs[0]) if len(refs) == 1 else None
+                if entry is not None and entry[1].returns and all(
+                        isinstance(r, ast.Tuple) and len(r.elts) == arity for r in entry[1].returns) \
+                        and entry not in found:
+                    found.append(entry)
+        project.memo[key] = found[0] if len(found) == 1 else None
+    return project.memo[key]
 
 
 def _unwrapped(oracle, func, scope: Scope, stmt):

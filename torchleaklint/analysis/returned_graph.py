@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .module_index import Scope, calls_named, container_key, expr_keys
+from .module_index import Scope, calls_named, container_key, expr_keys, start_of
 from .names import words
 
 # A method named for prediction or evaluation is evaluation, whatever it puts in eval mode.
@@ -44,13 +44,34 @@ def returned_for_training(analysis, scope: Scope, stmt, depth: int = 0) -> Optio
             refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, caller_stmt)
             if refs and me not in {(r.module, r.qualname) for r in refs}:
                 continue  # ``self.predict(x)`` of another class of the hierarchy
-            names = _bound_names(caller_stmt)
-            line = next((caller_analysis.flow.attached_into_backward(caller_scope, n) for n in sorted(names)
-                         if caller_analysis.flow.attached_into_backward(caller_scope, n) is not None), None)
+            line = _feeds_backward(caller_analysis, caller_scope, caller_stmt) \
+                if caller_analysis.graph.carrying(call, caller_stmt) is not None else None
             if line is not None:
                 return f"`{caller_scope.qualname}` backpropagates what it returns (line {line})"
             if returned_for_training(caller_analysis, caller_scope, caller_stmt, depth + 1):
                 return f"`{caller_scope.qualname}` returns it to a caller that trains with it"
+    return None
+
+
+def _feeds_backward(analysis, scope: Scope, stmt, limit: int = 64) -> Optional[int]:
+    """The line of a backward pass of ``scope`` whose value is computed from what ``stmt``
+    binds, followed through the definitions that reach each use (a later ``loss`` of the
+    same name bound by another statement is not this one)."""
+    flow = analysis.flow
+    for site in scope.backward_sites:
+        if site.stmt is None or start_of(site.call) < start_of(stmt):
+            continue  # a backward before the binding: only a previous iteration's value could reach it
+        frontier = [(key, site.stmt) for key in site.keys]
+        followed = set()
+        while frontier and len(followed) <= limit:
+            key, at = frontier.pop()
+            if (key, id(at)) in followed:
+                continue
+            followed.add((key, id(at)))
+            for d in flow.reaching(scope, key, at):
+                if d.stmt is stmt:
+                    return site.call.lineno
+                frontier.extend((found, d.stmt) for found in expr_keys(getattr(d, "value", None)))
     return None
 
 

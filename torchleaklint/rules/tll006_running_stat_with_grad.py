@@ -163,7 +163,11 @@ class Norm(nn.Module):
                 fix = None
                 if parts:
                     edits = tuple(ctx.insert_after(expr, ".detach()") for expr, _ in parts)
-                    proven = evidence.strength == STRONG and all(ev.tensor for _, ev in parts)
+                    # A parameter may be a tensor from one caller and a number from another
+                    # (``meter.update(loss.item())``): ``.detach()`` then raises there.
+                    from_parameter = any(isinstance(n, ast.Name) and n.id in scope.params
+                                         for expr, _ in parts for n in ast.walk(expr))
+                    proven = evidence.strength == STRONG and all(ev.tensor for _, ev in parts) and not from_parameter
                     fix = Fix(SAFE if proven else UNSAFE,
                               "Detach the graph-carrying operand of the update", edits)
                 shown = attr if attr.startswith("the ") else f"`{attr}`"
@@ -174,6 +178,7 @@ class Norm(nn.Module):
                 notes = [f"graph: {evidence.describe()}"]
                 if via:
                     notes.append(f"argument: {via}")
+                    message += f" (the graph comes in as an argument: {via})"
                 yield self.diagnostic(ctx, stmt, message, fix, notes)
 
     def _parameter_diagnostic(self, ctx: RuleContext, stmt, name: str, target: ModuleTensor,
