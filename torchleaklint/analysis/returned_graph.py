@@ -143,15 +143,38 @@ def _iterated_from_self(scope: Scope, node) -> bool:
 def part_of_returned_graph(analysis, scope: Scope, value, container: str) -> bool:
     """A local list nothing reads (only grown) in a function that returns a value computed
     from what it stores (``z_list.append(z)`` beside ``pred = decoder(h + expand(z))``,
-    ``return pred``): the list dies with the call, and every graph it holds is part of the
-    returned graph, alive until the caller is done with it anyway."""
+    ``return pred``) to a caller that backpropagates it: the list dies with the call, and
+    every graph it holds is part of the returned graph, alive until that backward anyway."""
     if not scope.is_function or "." in container or container in scope.params or not scope.returns:
         return False
     if not scope.defs_of(container) or _read(scope, container):
         return False
     flow = analysis.flow
     keys = {k for k in expr_keys(value) if "." not in k}
-    return bool(keys) and all(flow.flows_into_return(scope, key) is not None for key in keys)
+    if not keys or not all(flow.flows_into_return(scope, key) is not None for key in keys):
+        return False
+    return _result_backpropagated_by_caller(analysis, scope)
+
+
+def _result_backpropagated_by_caller(analysis, scope: Scope) -> bool:
+    """Does a caller backpropagate what the function returns (``pred, _ = rollout(...)``,
+    then a loss of ``pred`` and its ``backward()``)? The returned graph then lives until that
+    backward anyway."""
+    project = analysis.project
+    if project is None:
+        return False
+    me = (analysis.index.module_name, scope.qualname)
+    for entry in project.callers(scope.name, MAX_CALLERS) or ():
+        if entry is None:
+            continue
+        caller_analysis, caller_scope = entry
+        for call, caller_stmt in calls_named(caller_scope, scope.name):
+            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, caller_stmt)
+            if refs and me not in {(r.module, r.qualname) for r in refs}:
+                continue
+            if _feeds_backward(caller_analysis, caller_scope, caller_stmt) is not None:
+                return True
+    return False
 
 
 def _read(scope: Scope, container: str) -> bool:

@@ -39,8 +39,8 @@ class GraphTensorStored(Rule):
     each iteration backpropagating), when the function itself is one step of a loop in its
     callers: what it keeps lives for one step. Nor for a local list nothing reads (only
     grown) in a function that returns values computed from what it stores (`z_list.append(z)`
-    beside predictions decoded from `z`): the list dies with the call, and its entries are
-    part of the returned graph anyway.
+    beside predictions decoded from `z`) to a caller that backpropagates them: the list dies
+    with the call, and its entries are part of the returned graph until that backward anyway.
 
     ## Why is this bad
     A tensor produced by a forward pass references its `grad_fn`, and through it the
