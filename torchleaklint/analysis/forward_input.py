@@ -212,9 +212,52 @@ def _frozen_attribute(analysis, class_name: str, key: str) -> bool:
             if not (_parameters_frozen(method, key, end) or any(
                     isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_"
                     and _chain_root(call.func.value) == key and _false(call.args[0] if call.args else None)
-                    and call.lineno > d.stmt.lineno for call, _ in method.calls)):
+                    and call.lineno > d.stmt.lineno for call, _ in method.calls)
+                    or _local_frozen_before(analysis, method, d)):
                 return False
     return bound
+
+
+def _local_frozen_before(analysis, method: Scope, d) -> bool:
+    """``self.lpips = lpips_net.eval()`` after ``self.freeze_model(lpips_net)`` (or a loop
+    setting ``requires_grad = False`` on its parameters): the local module was frozen before
+    it was stored."""
+    local = _chain_root(d.value)
+    if local is None or "." in local:
+        return False
+    if _parameters_frozen(method, local, d.stmt.lineno):
+        return True
+    kinds = analysis.graph.kinds
+    for call, at in method.calls:
+        if at.lineno >= d.stmt.lineno or not isinstance(at, ast.Expr):
+            continue
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_" \
+                and dotted(call.func.value) == local and _false(call.args[0] if call.args else None):
+            return True
+        for position, arg in enumerate(call.args):
+            if dotted(arg) != local:
+                continue
+            refs = kinds.resolve_functions(call.func, method, at)
+            if refs and len(refs) == 1 and _helper_freezes(analysis.project, refs[0], position,
+                                                           isinstance(call.func, ast.Attribute)):
+                return True
+    return False
+
+
+def _helper_freezes(project, ref, position: int, bound: bool) -> bool:
+    """Does the project function set ``requires_grad = False`` on every parameter of the
+    argument at ``position`` (``def freeze_model(self, net): for p in net.parameters():
+    p.requires_grad = False``)?"""
+    found = project.scope_for(ref) if project is not None else None
+    if found is None:
+        return False
+    _, scope = found
+    params = list(scope.params)
+    if bound and params and params[0] in ("self", "cls"):
+        params = params[1:]
+    if position >= len(params):
+        return False
+    return _parameters_frozen(scope, params[position], (scope.node.end_lineno or scope.node.lineno) + 1)
 
 
 def _rewraps(value, key: str) -> bool:

@@ -73,7 +73,8 @@ class EvalForwardWithGrad(Rule):
     `with torch.set_grad_enabled(train):` (or any grad context
     the flag computes) around the forward keeps it quiet. A module frozen before the
     forward (`net.requires_grad_(False)`, `p.requires_grad = False` for its parameters, a
-    deep copy of a frozen module), or a forward whose output reaches `.numpy()` with no
+    deep copy of a frozen module, a module frozen by a project helper it is handed to
+    before it is stored: `self.freeze_model(net); self.net = net.eval()`), or a forward whose output reaches `.numpy()` with no
     detach on the way (which raises on a graph), records none. An acting function that
     returns its forward's output is reported when every caller reads only graph-free values
     from it at once (`action = select_action(s); action = action.data[0].numpy()`); one
