@@ -462,7 +462,9 @@ def evaluate(model, loader):
             same.append((stmt, evidence, direct))
         if not same:
             return None
-        stmt, evidence, _ = min(same, key=lambda f: (_guards(index.ctx(f[0])), not f[2]))
+        # The forward every pass runs, proven by a module call, and by the firmest evidence
+        # (a module the project binds, not one named like a model).
+        stmt, evidence, _ = min(same, key=lambda f: (_guards(index.ctx(f[0])), not f[2], f[1].strength != STRONG))
         return stmt, evidence
 
     @staticmethod
