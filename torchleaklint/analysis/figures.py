@@ -9,6 +9,7 @@ from typing import Iterator, List, Optional
 
 from .module_index import Scope, contains, expr_keys, start_of
 from .names import dotted, last_name
+from .single_pass import single_iteration_only
 from .summaries import argument_of
 
 FIGURE_MAKERS = frozenset({"matplotlib.pyplot.figure", "matplotlib.pyplot.subplots",
@@ -205,13 +206,27 @@ def closed_after_loop(analysis, scope: Scope, site: FigureSite) -> Optional[int]
 FEW = 20  # a loop over this many fixed items makes a fixed number of figures per call (pyplot warns past 20 open)
 
 
-def repeating_loops(analysis, ctx, literal_ranges: bool = True) -> list:
+def repeating_loops(analysis, ctx, literal_ranges: bool = True, stmt=None) -> list:
     """The loops around a statement that repeat without a fixed bound: not those over a
     short literal (``for name in ("loss", "acc")``) or over a module-level constant built
-    from one (``for fname, info in FILES.items()``), which run a fixed number of times per call."""
+    from one (``for fname, info in FILES.items()``), which run a fixed number of times per call.
+    With ``stmt``, nor a loop the statement runs in on one iteration only (under ``if epoch
+    == num_epochs - 1:``)."""
     if ctx is None:
         return []
-    return [loop for loop in ctx.loops if not _fixed_items(analysis, loop, literal_ranges)]
+    return [loop for loop in ctx.loops if not _fixed_items(analysis, loop, literal_ranges)
+            and not (stmt is not None and _on_one_iteration(ctx, loop, stmt))]
+
+
+def _on_one_iteration(ctx, loop, stmt) -> bool:
+    """Is ``stmt`` in the body of an ``if`` inside ``loop`` whose test holds on one
+    iteration at most?"""
+    for block in ctx.blocks:
+        owner = getattr(block, "owner", None)
+        if isinstance(owner, ast.If) and owner is not loop and contains(loop, owner) \
+                and any(contains(s, stmt) for s in owner.body) and single_iteration_only(owner.test, loop):
+            return True
+    return False
 
 
 def _fixed_items(analysis, loop, literal_ranges: bool = True) -> bool:

@@ -61,19 +61,24 @@ def forward_of(oracle, call: ast.Call, scope: Scope, stmt) -> Optional[Tuple[obj
         inner = _unwrapped(oracle, func, scope, stmt)  # ``dp_model = nn.DataParallel(lw_model)``
         kind = kinds.kind_of(inner, scope, stmt) if inner is not None else None
     if kind is None or kind.class_ref is None or not kind.is_module:
-        return _forward_by_arity(oracle, stmt) if project is not None else None
+        return None
     refs = project.methods_in_hierarchy(kind.class_ref[0], kind.class_ref[1], "forward")
     if len(refs) != 1:
         return None
     return project.scope_for(refs[0])
 
 
-def _forward_by_arity(oracle, stmt) -> Optional[Tuple[object, Scope]]:
+MAX_ARITY_CANDIDATES = 6
+
+
+def _forwards_by_arity(oracle, stmt) -> list:
     """``scores, caps, lengths, alphas, order = decoder(imgs, caps)`` where ``decoder`` is a
-    parameter of unknown class: the one project module class, defined in this module or one
-    it imports, whose ``forward`` returns a tuple of that many items in every return."""
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple)):
-        return None
+    parameter of unknown class: the project module classes, defined in this module or one
+    it imports, whose ``forward`` returns a tuple of that many items in every return (none
+    when there are more than a few)."""
+    if oracle.analysis.project is None or not (
+            isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple)):
+        return []
     arity = len(stmt.targets[0].elts)
     project = oracle.analysis.project
     own = oracle.analysis.index.module_name
@@ -91,7 +96,7 @@ def _forward_by_arity(oracle, stmt) -> Optional[Tuple[object, Scope]]:
                         isinstance(r, ast.Tuple) and len(r.elts) == arity for r in entry[1].returns) \
                         and entry not in found:
                     found.append(entry)
-        project.memo[key] = found[0] if len(found) == 1 else None
+        project.memo[key] = found if len(found) <= MAX_ARITY_CANDIDATES else []
     return project.memo[key]
 
 
@@ -164,7 +169,37 @@ def position_graph_free(oracle, call: ast.Call, index: int, scope: Scope, stmt) 
     values for them? The module's output as a whole carries a graph; this item does not."""
     forward = forward_of(oracle, call, scope, stmt)
     if forward is None:
+        # A module of unknown class: every project forward that could be it (by the arity
+        # the call is unpacked to) must agree.
+        candidates = [c for c in _forwards_by_arity(oracle, stmt) if _accepts(c[1].node, call)] \
+            if _unresolved_module(oracle, call, scope, stmt) else []
+        return bool(candidates) and all(_position_free_in(oracle, c, call, index, scope, stmt) for c in candidates)
+    return _position_free_in(oracle, forward, call, index, scope, stmt)
+
+
+def _accepts(func, call) -> bool:
+    """Can ``forward(self, ...)`` take the call's positional and keyword arguments?"""
+    args = func.args
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    positional = [a.arg for a in args.posonlyargs + args.args][1:]  # without ``self``
+    required = len(positional) - len(args.defaults)
+    given = len(call.args)
+    if given > len(positional) and args.vararg is None:
         return False
+    names = set(positional[given:]) | {a.arg for a in args.kwonlyargs}
+    if any(k.arg not in names for k in call.keywords) and args.kwarg is None:
+        return False
+    passed = given + sum(1 for k in call.keywords if k.arg in positional[given:])
+    return passed >= required
+
+
+def _unresolved_module(oracle, call, scope, stmt) -> bool:
+    kind = oracle.kinds.kind_of(call.func, scope, stmt)
+    return kind is None or kind.class_ref is None
+
+
+def _position_free_in(oracle, forward, call, index: int, scope: Scope, stmt) -> bool:
     analysis, fscope = forward
     found = False
     for expr in fscope.returns:

@@ -55,6 +55,64 @@ def first_iteration_only(test, loop) -> bool:
             or (isinstance(op, ast.LtE) and value == 0))
 
 
+def single_iteration_only(test, loop) -> bool:
+    """Is ``test`` true on one iteration of ``loop`` at most: the loop's own counter (never
+    rebound in its body) equal to a value the loop does not change (``epoch == epochs - 1``,
+    ``i + 1 == len(loader)``), alone or in an ``and``? The counter takes each value once."""
+    counter = _increasing_counter(loop)
+    if counter is None or _rebinds(loop, counter):
+        return False
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(single_iteration_only(v, loop) for v in test.values)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    left, right = test.left, test.comparators[0]
+    for mine, other in ((left, right), (right, left)):
+        if _counter_plus_constant(mine, counter) and not any(
+                isinstance(n, ast.Name) and (n.id == counter or _rebinds(loop, n.id)) for n in ast.walk(other)) \
+                and not any(isinstance(n, (ast.Call, ast.Subscript, ast.Attribute)) and _calls_or_reads_state(n)
+                            for n in ast.walk(other)):
+            return True
+    return False
+
+
+def _increasing_counter(loop) -> Optional[str]:
+    """The counter of ``for i in range(...)`` (any start, no step or a positive constant one)
+    or of ``for i, x in enumerate(...)``: it takes each value once."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
+        return None
+    call, target = loop.iter, loop.target
+    name = call.func.id if isinstance(call.func, ast.Name) else None
+    if name == "range" and isinstance(target, ast.Name) and call.args and not call.keywords:
+        if len(call.args) <= 2 or (len(call.args) == 3 and isinstance(_constant(call.args[2]), int)
+                                   and _constant(call.args[2]) > 0):
+            return target.id
+        return None
+    if name == "enumerate" and isinstance(target, ast.Tuple) and len(target.elts) == 2 \
+            and isinstance(target.elts[0], ast.Name):
+        return target.elts[0].id
+    return None
+
+
+def _counter_plus_constant(node, counter: str) -> bool:
+    """``i``, ``i + 1``, ``1 + i``, ``i - 1``."""
+    if isinstance(node, ast.Name):
+        return node.id == counter
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        pairs = ((node.left, node.right), (node.right, node.left)) if isinstance(node.op, ast.Add) \
+            else ((node.left, node.right),)
+        return any(isinstance(a, ast.Name) and a.id == counter and isinstance(b, ast.Constant)
+                   and isinstance(b.value, int) for a, b in pairs)
+    return False
+
+
+def _calls_or_reads_state(node) -> bool:
+    """A call other than ``len(...)``, which may return a new value every time."""
+    if isinstance(node, ast.Call):
+        return not (isinstance(node.func, ast.Name) and node.func.id in ("len", "int", "min", "max"))
+    return False
+
+
 def loop_counter(loop) -> Optional[str]:
     """``i`` in ``for i in range(n)`` (one argument, or a start of 0) and in ``for i, x in
     enumerate(xs)`` (no start, or a start of 0)."""

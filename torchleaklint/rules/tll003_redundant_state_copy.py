@@ -35,7 +35,10 @@ class RedundantStateCopy(Rule):
     best-model snapshot (`best = copy.deepcopy(model.state_dict())`) is the recommended
     idiom and stays quiet, and so are snapshots that are the function's product (a local
     list or dict of copies that it returns) and one round's working set (a list re-created
-    in each iteration of an enclosing loop and kept by nothing else).
+    in each iteration of an enclosing loop and kept by nothing else). Nor are copies made
+while an object is built (`__init__`, or a helper only it calls: a model's repeated blocks)
+or stored by a loop's own counter (`models[i] = deepcopy(global_model)` for `i in
+range(K)`) in a loop nothing repeats: a fixed number of copies, the program's product.
 
     ## Why is this bad
     `load_state_dict` copies every tensor into the module's own parameters, so a deep copy
@@ -140,6 +143,8 @@ def clone(self):
                             or _snapshots_read_after(analysis, scope, site.container, escape.loop) \
                             or _guarded_by_fixed_list(analysis, scope, stmt):
                         continue  # snapshots the caller reads, one round's working set, or restored below
+                    if _built_once(analysis, scope, stmt, site):
+                        continue  # a constructor's blocks, or one slot per index of a loop the program runs once
                     fix = None
                     if what == "a state dict":
                         arg = ctx.text_of(call.args[0])
@@ -381,6 +386,10 @@ def _list_container(analysis, scope, key: str, stmt) -> bool:
     ``list(...)``)? Item assignment replaces an element of a list, it never adds one: the
     copy it drops is released (``self.parents[i] = deepcopy(...)`` over a population)."""
     bindings = bindings_of(analysis, scope, key, stmt)
+    if not bindings and key.startswith("self.") and key.count(".") == 1 and scope.class_name:
+        # ``self.nns = [[] for _ in range(K)]`` in ``__init__``: every binding the class makes
+        defs = [d for method in analysis.index.methods(scope.class_name) for d in method.defs_of(key)]
+        return bool(defs) and all(d.kind == "assign" and d.index is None and _is_list(d.value) for d in defs)
     return bool(bindings) and all(d.kind == "assign" and d.index is None and _is_list(d.value) for d, _ in bindings)
 
 
@@ -390,6 +399,26 @@ def _is_list(value) -> bool:
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
         return _is_list(value.left) or _is_list(value.right)
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "list"
+
+
+def _built_once(analysis, scope, stmt, site) -> bool:
+    """Copies made while an object is built (``__init__`` or a helper only it calls: a
+    model's repeated blocks in an ``nn.ModuleList``), or stored by the loop's own counter
+    (``models[i] = deepcopy(global_model)`` for ``i in range(K)``) in a loop that nothing
+    repeats (top-level code, or a function the program runs once): a fixed number of
+    copies, the program's product, not one more per step."""
+    from ..analysis.figures import run_once
+    from ..analysis.repetition import setup_only
+    from ..analysis.single_pass import loop_counter
+
+    if scope.is_function and (scope.name == "__init__" or setup_only(analysis, scope)):
+        return True
+    ctx = analysis.index.ctx(stmt)
+    if site.how != "setitem" or not isinstance(site.key_expr, ast.Name) or ctx is None or len(ctx.loops) != 1:
+        return False
+    if loop_counter(ctx.loops[0]) != site.key_expr.id:
+        return False
+    return not scope.is_function or run_once(analysis, scope, methods=True) is not None
 
 
 def _slot_of_own_loop(analysis, stmt, key: str, index) -> bool:

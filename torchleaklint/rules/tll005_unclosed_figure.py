@@ -28,7 +28,9 @@ class UnclosedFigure(Rule):
     module-level function nothing shows to repeat: no loop calls it (in its own file, or
     through its callers), and it is neither named for nor handed the step, epoch or
     episode it runs in (`plot(values, epoch)`): a notebook helper or an uncalled utility
-    keeps a handful of figures at most. (Methods are reported: their object's users,
+    keeps a handful of figures at most. A figure made under a test that holds on one
+    iteration of its loop only (`if epoch == num_epochs - 1:`) is made once per run of
+    that loop, not once per iteration. (Methods are reported: their object's users,
     often a framework, call them through calls the linted files do not show.)
 
     ## Why is this bad
@@ -125,7 +127,7 @@ for epoch in range(100):
                     sctx = index.ctx(site.stmt)
                     if dead_arm(analysis, scope, site.stmt) is not None:
                         continue  # under ``if plot_flag:`` with ``plot_flag = False``: never runs
-                    repeats = repeating_loops(analysis, sctx)
+                    repeats = repeating_loops(analysis, sctx, stmt=site.stmt)
                     if not scope.is_function and not repeats:
                         continue  # one figure in a script is not a leak
                     if not repeats and (run_once(analysis, scope, methods=True, literal_ranges=True) or never_called(analysis, scope)
@@ -173,7 +175,7 @@ for epoch in range(100):
             value = getattr(stmt, "value", None)
             chained = (isinstance(stmt, ast.Expr) and isinstance(value, ast.Call)
                        and isinstance(value.func, ast.Attribute) and value.func.value is call)
-            if not repeating_loops(analysis, sctx) or (value is not call and not chained):
+            if not repeating_loops(analysis, sctx, stmt=stmt) or (value is not call and not chained):
                 continue  # results dropped (``helper(...)``, ``helper(...).savefig(p)``) or bound in a loop
             refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
             if len(refs) != 1:
