@@ -36,9 +36,9 @@ class RedundantStateCopy(Rule):
     idiom and stays quiet, and so are snapshots that are the function's product (a local
     list or dict of copies that it returns) and one round's working set (a list re-created
     in each iteration of an enclosing loop and kept by nothing else). Nor are copies made
-while an object is built (`__init__`, or a helper only it calls: a model's repeated blocks)
-or stored by a loop's own counter (`models[i] = deepcopy(global_model)` for `i in
-range(K)`) in a loop nothing repeats: a fixed number of copies, the program's product.
+    while an object is built (`__init__`, or a helper only it calls: a model's repeated
+    blocks) or stored by a loop's own counter (`models[i] = deepcopy(global_model)` for
+    `i in range(K)`) in a loop nothing repeats: a fixed number of copies, the program's product.
 
     ## Why is this bad
     `load_state_dict` copies every tensor into the module's own parameters, so a deep copy
