@@ -234,4 +234,45 @@ def dead_arm(analysis, scope: Scope, stmt) -> Optional[ast.AST]:
             if defs and all(d.kind == "assign" and d.index is None and isinstance(d.value, ast.Constant)
                             for d in defs) and len({repr(d.value.value) for d in defs}) == 1:
                 bindings[name] = defs[0].value.value
+            elif name in scope.params and all(d.kind == "param" for d in defs):
+                passed = _passed_by_every_caller(analysis, scope, name)
+                if passed is not None:
+                    bindings[name] = passed[0]
     return ruled_out_by(analysis, stmt, stmt, bindings) if bindings else None
+
+
+MAX_FLAG_CALLERS = 8
+
+
+def _passed_by_every_caller(analysis, scope: Scope, param: str) -> Optional[tuple]:
+    """``(value,)`` when every call of the function in the linted files passes the same
+    constant for ``param`` (or leaves its constant default): ``unet(x, val=False)`` at its
+    only call site. None when a caller passes anything else, or nothing calls it."""
+    from .module_index import calls_named
+
+    project = analysis.project
+    if project is None or not scope.is_function:
+        return None
+    me = (analysis.index.module_name, scope.qualname)
+    default = parameter_defaults(scope.node).get(param)
+    values = {}
+    seen = False
+    for entry in project.callers(scope.name, MAX_FLAG_CALLERS) or ():
+        if entry is None:
+            return None
+        caller_analysis, caller_scope = entry
+        for call, at in calls_named(caller_scope, scope.name):
+            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, at)
+            if not refs or me not in {(r.module, r.qualname) for r in refs}:
+                if refs:
+                    continue  # another function of that name
+                return None  # a call the analysis cannot place: it may pass anything
+            value = argument_of(call, scope, param)
+            value = default if value is None else value
+            if not isinstance(value, ast.Constant):
+                return None
+            values[repr(value.value)] = value.value
+            seen = True
+    if not seen or len(values) != 1:
+        return None
+    return (next(iter(values.values())),)

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 from ..analysis.epochs import called_per_epoch, runs_per_epoch
 from ..analysis.figures import run_once
+from ..analysis.flag_arms import dead_arm
 from ..analysis.history_output import written_out_whole, written_out_whole_elsewhere
 from ..analysis.hook_buffers import hook_buffers
 from ..analysis.instance_lifetime import built_per_call, short_lived
@@ -62,6 +63,10 @@ class UnboundedHistory(Rule):
     Also a list a forward hook appends to on the hooked module (`layer.inputs.append(x)`) that
     only a backward hook drains (`layer.inputs.pop()`), when the forward hook never checks grad
     mode: forwards under `torch.no_grad()` leave their entries (reported on the append).
+    Not reported for growth that happens once per training run, task, round or epoch of a
+    function that steps in a loop of its own (after that loop, or around it), for a method
+    every call of which is set-up code run once (`driver.on_step(callback)`), nor under a
+    flag every caller turns off (`if val:` where each call passes `val=False`).
     Reported on the list's creation; when the proof is the tail reads, on the append.
 
     ## Why is this bad
@@ -211,6 +216,8 @@ class Agent:
             if not analysis.index.ctx(stmt).loops and (runs_per_epoch(analysis, scope)
                                                        or called_per_epoch(analysis, scope)):
                 continue  # one entry per epoch: bounded by the epoch count the run sets
+            if dead_arm(analysis, scope, stmt) is not None:
+                continue  # under ``if val:`` where every caller passes ``val=False``: never grows
             if outside_training_steps(analysis, scope, stmt):
                 continue  # once per run, task, round or epoch of a function that trains in its own loop
             if not analysis.index.ctx(stmt).loops and run_once(analysis, scope, methods=True):
