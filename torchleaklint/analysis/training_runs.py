@@ -22,7 +22,7 @@ def outside_training_steps(analysis, scope: Scope, stmt) -> Optional[str]:
     if stepping:
         if any(contains(loop, stmt) for loop in stepping):
             return None
-        loop = min(stepping, key=lambda l: l.lineno)
+        loop = min(stepping, key=lambda found: found.lineno)
         return f"`{scope.name}` steps in its own loop (line {loop.lineno}); this runs outside it"
     base = _base_run(analysis, scope)
     if base is not None:
