@@ -168,7 +168,7 @@ def gradient_reaching(analysis, scope: Scope, stmt: ast.AST) -> Optional[str]:
     loops = ctx.loops if ctx is not None else ()
     where = start_of(stmt)
     for call, what in gradient_points(analysis, scope):
-        point_stmt = _statement_of(scope, call)
+        point_stmt = statement_of(scope, call)
         point_ctx = index.ctx(point_stmt) if point_stmt is not None else None
         point_loops = point_ctx.loops if point_ctx is not None else ()
         if start_of(call) >= where:
@@ -179,7 +179,8 @@ def gradient_reaching(analysis, scope: Scope, stmt: ast.AST) -> Optional[str]:
     return None
 
 
-def _statement_of(scope: Scope, call: ast.AST):
+def statement_of(scope: Scope, call: ast.AST):
+    """The statement of ``scope`` that holds ``call`` (a backward site or a recorded call)."""
     for site in scope.backward_sites:
         if site.call is call and site.stmt is not None:
             return site.stmt

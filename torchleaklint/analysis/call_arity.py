@@ -20,8 +20,12 @@ def spelled_as_call_of(scope: Scope, call: ast.Call) -> bool:
 
 def call_fits(scope: Scope, call: ast.Call) -> bool:
     """Spelled as a call of the function, with arguments its parameters can take."""
-    if not spelled_as_call_of(scope, call):
-        return False
+    return spelled_as_call_of(scope, call) and arguments_fit(scope, call)
+
+
+def arguments_fit(scope: Scope, call: ast.Call) -> bool:
+    """Can the function's parameters take the call's arguments (a method's ``self`` left
+    out), however the call is spelled (``decoder(x, lengths)`` runs ``forward``)?"""
     spec = getattr(scope.node, "args", None)
     if not isinstance(spec, ast.arguments):
         return True

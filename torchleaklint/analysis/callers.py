@@ -80,6 +80,33 @@ def _layer_input(analysis, scope: Scope, param: str):
                     f"modules (built in {built_in[0]})", scope.node.lineno, strength=CONVENTION)
 
 
+def calls_reaching(analysis, scope: Scope, limit: int = MAX_SITES):
+    """Every call spelled with the function's name in the linted files that may reach it, as
+    (caller analysis, caller scope, call, statement, resolved): calls the analysis resolves
+    to other functions (``trainer.test()`` beside ``net.test()``) are left out; ``resolved``
+    says the call was resolved to this one, not merely spelled like it. None for a caller
+    that cannot be analysed; nothing when the name is spelled in more than ``limit`` places."""
+    project = analysis.project
+    if project is None or not scope.is_function:
+        return
+    me = (analysis.index.module_name, scope.qualname)
+    for entry in project.callers(scope.name, limit) or ():
+        if entry is None:
+            yield None
+            continue
+        caller_analysis, caller_scope = entry
+        for call, stmt in calls_named(caller_scope, scope.name):
+            refs = resolved_refs(caller_analysis, caller_scope, call, stmt)
+            if refs and me not in refs:
+                continue
+            yield caller_analysis, caller_scope, call, stmt, bool(refs)
+
+
+def resolved_refs(analysis, holder: Scope, call: ast.Call, stmt) -> set:
+    """The project functions ``call`` resolves to, as (module, qualname) pairs."""
+    return {(r.module, r.qualname) for r in analysis.graph.kinds.resolve_functions(call.func, holder, stmt)}
+
+
 def call_names(project, scope: Scope):
     """How calls of this function are spelled: its name, or for ``forward`` the names its
     class's instances are bound to."""

@@ -7,6 +7,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
+from .callers import resolved_refs
 from .module_index import Scope, contains, expr_keys, start_of
 from .names import dotted, last_name
 from .single_pass import single_iteration_only
@@ -460,8 +461,8 @@ def _calls_reach_others(analysis, holder: Scope, scope: Scope, me) -> bool:
 
 def _reaches_other(analysis, holder: Scope, call, stmt, me) -> bool:
     """Does the call resolve to project functions, none of them ``me``?"""
-    refs = analysis.graph.kinds.resolve_functions(call.func, holder, stmt)
-    return bool(refs) and me not in {(r.module, r.qualname) for r in refs}
+    refs = resolved_refs(analysis, holder, call, stmt)
+    return bool(refs) and me not in refs
 
 
 def never_called(analysis, scope: Scope) -> Optional[str]:

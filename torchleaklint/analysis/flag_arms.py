@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+from .callers import calls_reaching
 from .module_index import Scope, contains, start_of
 from .names import last_name
 from .summaries import argument_of, parameter_defaults, passed_parameters
@@ -248,31 +249,16 @@ def _passed_by_every_caller(analysis, scope: Scope, param: str) -> Optional[tupl
     """``(value,)`` when every call of the function in the linted files passes the same
     constant for ``param`` (or leaves its constant default): ``unet(x, val=False)`` at its
     only call site. None when a caller passes anything else, or nothing calls it."""
-    from .module_index import calls_named
-
-    project = analysis.project
-    if project is None or not scope.is_function:
-        return None
-    me = (analysis.index.module_name, scope.qualname)
     default = parameter_defaults(scope.node).get(param)
     values = {}
-    seen = False
-    for entry in project.callers(scope.name, MAX_FLAG_CALLERS) or ():
-        if entry is None:
+    for found in calls_reaching(analysis, scope, MAX_FLAG_CALLERS):
+        if found is None or not found[4]:
+            return None  # a caller or a call the analysis cannot place: it may pass anything
+        value = argument_of(found[2], scope, param)
+        value = default if value is None else value
+        if not isinstance(value, ast.Constant):
             return None
-        caller_analysis, caller_scope = entry
-        for call, at in calls_named(caller_scope, scope.name):
-            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, at)
-            if not refs or me not in {(r.module, r.qualname) for r in refs}:
-                if refs:
-                    continue  # another function of that name
-                return None  # a call the analysis cannot place: it may pass anything
-            value = argument_of(call, scope, param)
-            value = default if value is None else value
-            if not isinstance(value, ast.Constant):
-                return None
-            values[repr(value.value)] = value.value
-            seen = True
-    if not seen or len(values) != 1:
+        values[repr(value.value)] = value.value
+    if len(values) != 1:
         return None
     return (next(iter(values.values())),)

@@ -13,6 +13,7 @@ import ast
 from typing import Optional, Tuple
 
 from .argument_derived import parameters_behind
+from .call_arity import arguments_fit
 from .module_index import Scope
 from .names import dotted
 from .objects import PARALLEL_WRAPPERS
@@ -171,27 +172,10 @@ def position_graph_free(oracle, call: ast.Call, index: int, scope: Scope, stmt) 
     if forward is None:
         # A module of unknown class: every project forward that could be it (by the arity
         # the call is unpacked to) must agree.
-        candidates = [c for c in _forwards_by_arity(oracle, stmt) if _accepts(c[1].node, call)] \
+        candidates = [c for c in _forwards_by_arity(oracle, stmt) if arguments_fit(c[1], call)] \
             if _unresolved_module(oracle, call, scope, stmt) else []
         return bool(candidates) and all(_position_free_in(oracle, c, call, index, scope, stmt) for c in candidates)
     return _position_free_in(oracle, forward, call, index, scope, stmt)
-
-
-def _accepts(func, call) -> bool:
-    """Can ``forward(self, ...)`` take the call's positional and keyword arguments?"""
-    args = func.args
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        return True
-    positional = [a.arg for a in args.posonlyargs + args.args][1:]  # without ``self``
-    required = len(positional) - len(args.defaults)
-    given = len(call.args)
-    if given > len(positional) and args.vararg is None:
-        return False
-    names = set(positional[given:]) | {a.arg for a in args.kwonlyargs}
-    if any(k.arg not in names for k in call.keywords) and args.kwarg is None:
-        return False
-    passed = given + sum(1 for k in call.keywords if k.arg in positional[given:])
-    return passed >= required
 
 
 def _unresolved_module(oracle, call, scope, stmt) -> bool:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .module_index import Scope, calls_named, container_key, expr_keys, start_of
-from .names import words
+from .callers import calls_reaching
+from .module_index import Scope, container_key, expr_keys, start_of
+from .names import dotted, words
 
 # A method named for prediction or evaluation is evaluation, whatever it puts in eval mode.
 PREDICTION_WORDS = frozenset({"eval", "evaluate", "evaluation", "validate", "validation", "val", "valid",
@@ -30,26 +31,18 @@ def returned_for_training(analysis, scope: Scope, stmt, depth: int = 0) -> Optio
         return None
     if scope.name == "forward":
         return f"`{scope.qualname}` returns it as the module's output"
-    project = analysis.project
-    if project is None or depth > MAX_DEPTH:
+    if depth > MAX_DEPTH:
         return None
-    for entry in project.callers(scope.name, MAX_CALLERS) or ():
-        if entry is None:
+    for found in calls_reaching(analysis, scope, MAX_CALLERS):
+        if found is None or found[1] is scope:
             continue
-        caller_analysis, caller_scope = entry
-        if caller_scope is scope:
-            continue
-        me = (analysis.index.module_name, scope.qualname)
-        for call, caller_stmt in calls_named(caller_scope, scope.name):
-            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, caller_stmt)
-            if refs and me not in {(r.module, r.qualname) for r in refs}:
-                continue  # ``self.predict(x)`` of another class of the hierarchy
-            line = _feeds_backward(caller_analysis, caller_scope, caller_stmt) \
-                if caller_analysis.graph.carrying(call, caller_stmt) is not None else None
-            if line is not None:
-                return f"`{caller_scope.qualname}` backpropagates what it returns (line {line})"
-            if returned_for_training(caller_analysis, caller_scope, caller_stmt, depth + 1):
-                return f"`{caller_scope.qualname}` returns it to a caller that trains with it"
+        caller_analysis, caller_scope, call, caller_stmt, _ = found
+        line = _feeds_backward(caller_analysis, caller_scope, caller_stmt) \
+            if caller_analysis.graph.carrying(call, caller_stmt) is not None else None
+        if line is not None:
+            return f"`{caller_scope.qualname}` backpropagates what it returns (line {line})"
+        if returned_for_training(caller_analysis, caller_scope, caller_stmt, depth + 1):
+            return f"`{caller_scope.qualname}` returns it to a caller that trains with it"
     return None
 
 
@@ -120,11 +113,7 @@ def submodule_frozen_in_model(analysis, scope: Scope, eval_call: ast.Call, stmt)
 
 def _own_submodule(node) -> bool:
     """``self.backbone``, ``self.encoder.bn``."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-        if isinstance(node, ast.Name):
-            return node.id == "self"
-    return False
+    return (dotted(node) or "").startswith("self.")
 
 
 def _iterated_from_self(scope: Scope, node) -> bool:
@@ -160,21 +149,8 @@ def _result_backpropagated_by_caller(analysis, scope: Scope) -> bool:
     """Does a caller backpropagate what the function returns (``pred, _ = rollout(...)``,
     then a loss of ``pred`` and its ``backward()``)? The returned graph then lives until that
     backward anyway."""
-    project = analysis.project
-    if project is None:
-        return False
-    me = (analysis.index.module_name, scope.qualname)
-    for entry in project.callers(scope.name, MAX_CALLERS) or ():
-        if entry is None:
-            continue
-        caller_analysis, caller_scope = entry
-        for call, caller_stmt in calls_named(caller_scope, scope.name):
-            refs = caller_analysis.graph.kinds.resolve_functions(call.func, caller_scope, caller_stmt)
-            if refs and me not in {(r.module, r.qualname) for r in refs}:
-                continue
-            if _feeds_backward(caller_analysis, caller_scope, caller_stmt) is not None:
-                return True
-    return False
+    return any(found is not None and _feeds_backward(found[0], found[1], found[3]) is not None
+               for found in calls_reaching(analysis, scope, MAX_CALLERS))
 
 
 def _read(scope: Scope, container: str) -> bool:

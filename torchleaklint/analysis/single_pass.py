@@ -10,7 +10,7 @@ such a guarded statement.
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Optional, Tuple
 
 _EXITS = (ast.Break, ast.Return, ast.Raise)
 
@@ -79,19 +79,8 @@ def single_iteration_only(test, loop) -> bool:
 def _increasing_counter(loop) -> Optional[str]:
     """The counter of ``for i in range(...)`` (any start, no step or a positive constant one)
     or of ``for i, x in enumerate(...)``: it takes each value once."""
-    if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
-        return None
-    call, target = loop.iter, loop.target
-    name = call.func.id if isinstance(call.func, ast.Name) else None
-    if name == "range" and isinstance(target, ast.Name) and call.args and not call.keywords:
-        if len(call.args) <= 2 or (len(call.args) == 3 and isinstance(_constant(call.args[2]), int)
-                                   and _constant(call.args[2]) > 0):
-            return target.id
-        return None
-    if name == "enumerate" and isinstance(target, ast.Tuple) and len(target.elts) == 2 \
-            and isinstance(target.elts[0], ast.Name):
-        return target.elts[0].id
-    return None
+    found = _counter(loop)
+    return found[0] if found else None
 
 
 def _counter_plus_constant(node, counter: str) -> bool:
@@ -116,20 +105,27 @@ def _calls_or_reads_state(node) -> bool:
 def loop_counter(loop) -> Optional[str]:
     """``i`` in ``for i in range(n)`` (one argument, or a start of 0) and in ``for i, x in
     enumerate(xs)`` (no start, or a start of 0)."""
+    found = _counter(loop)
+    return found[0] if found and found[1] else None
+
+
+def _counter(loop) -> Optional[Tuple[str, bool]]:
+    """(the counter, whether it starts at 0) of a loop over ``range(...)`` (no step or a
+    positive constant one) or ``enumerate(...)``, whose counter takes each value once."""
     if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.iter, ast.Call):
         return None
     call, target = loop.iter, loop.target
     name = call.func.id if isinstance(call.func, ast.Name) else None
     if name == "range" and isinstance(target, ast.Name) and call.args and not call.keywords:
-        if len(call.args) == 1 or (len(call.args) == 2 and _constant(call.args[0]) == 0):
-            return target.id
-        return None
+        args = call.args
+        if len(args) > 3 or (len(args) == 3 and not (isinstance(_constant(args[2]), int) and _constant(args[2]) > 0)):
+            return None
+        return target.id, len(args) == 1 or (len(args) == 2 and _constant(args[0]) == 0)
     if name == "enumerate" and isinstance(target, ast.Tuple) and len(target.elts) == 2 \
             and isinstance(target.elts[0], ast.Name) and len(call.args) >= 1:
         start = call.args[1] if len(call.args) > 1 else next(
             (k.value for k in call.keywords if k.arg == "start"), None)
-        if start is None or _constant(start) == 0:
-            return target.elts[0].id
+        return target.elts[0].id, start is None or _constant(start) == 0
     return None
 
 

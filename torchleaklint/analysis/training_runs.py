@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .backward_reach import _statement_of, gradient_points
+from .backward_reach import gradient_points, statement_of
 from .module_index import Scope, contains
 
 
@@ -35,7 +35,7 @@ def _stepping_loops(analysis, scope: Scope) -> list:
     index = analysis.index
     loops = []
     for call, _ in gradient_points(analysis, scope):
-        point = _statement_of(scope, call)
+        point = statement_of(scope, call)
         ctx = index.ctx(point) if point is not None else None
         if ctx is not None and ctx.loops and ctx.scope is scope:
             loops.append(ctx.loops[-1])

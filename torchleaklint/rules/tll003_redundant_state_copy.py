@@ -5,9 +5,12 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from ..analysis.figures import run_once
 from ..analysis.module_index import enclosing_block
 from ..analysis.lifetimes import outlives_iteration
 from ..analysis.read_only_callee import read_only_by_callee
+from ..analysis.repetition import setup_only
+from ..analysis.single_pass import loop_counter
 from ..analysis.names import dotted, words
 from ..analysis.state_copies import (copied_again_by_callee, dead_source, flattened_copy, never_read,
                                      per_round_working_set, product_of_call, returns_copies, template_loop)
@@ -407,10 +410,6 @@ def _built_once(analysis, scope, stmt, site) -> bool:
     (``models[i] = deepcopy(global_model)`` for ``i in range(K)``) in a loop that nothing
     repeats (top-level code, or a function the program runs once): a fixed number of
     copies, the program's product, not one more per step."""
-    from ..analysis.figures import run_once
-    from ..analysis.repetition import setup_only
-    from ..analysis.single_pass import loop_counter
-
     if scope.is_function and (scope.name == "__init__" or setup_only(analysis, scope)):
         return True
     ctx = analysis.index.ctx(stmt)
@@ -425,8 +424,6 @@ def _slot_of_own_loop(analysis, stmt, key: str, index) -> bool:
     """``for i, (parent, opt) in enumerate(zip(self.parents, opts)): self.parents[i] = ...``
     (or ``for i in range(len(self.parents))``): the index walks the container's own slots,
     so each assignment replaces one that exists."""
-    from ..analysis.single_pass import loop_counter
-
     if not isinstance(index, ast.Name):
         return False
     ctx = analysis.index.ctx(stmt)

@@ -213,18 +213,17 @@ class Agent:
                 continue
             if _periodic(analysis, stmt) or setup_only(analysis, scope) or _sibling_len_check(analysis, scope, key):
                 continue
-            if not analysis.index.ctx(stmt).loops and (runs_per_epoch(analysis, scope)
-                                                       or called_per_epoch(analysis, scope)):
+            loops = analysis.index.ctx(stmt).loops
+            if not loops and (runs_per_epoch(analysis, scope) or called_per_epoch(analysis, scope)):
                 continue  # one entry per epoch: bounded by the epoch count the run sets
             if dead_arm(analysis, scope, stmt) is not None:
                 continue  # under ``if val:`` where every caller passes ``val=False``: never grows
             if outside_training_steps(analysis, scope, stmt):
                 continue  # once per run, task, round or epoch of a function that trains in its own loop
-            if not analysis.index.ctx(stmt).loops and run_once(analysis, scope, methods=True):
+            if not loops and run_once(analysis, scope, methods=True):
                 continue  # every call is set-up code run once (``driver.on_step(callback)``): a fixed count
             fix = None if nested else self._fix(ctx, key, creation)
             grows = f"one of the lists in `{key}`" if nested else f"`{key}`"
-            loops = analysis.index.ctx(stmt).loops
             if loops and scope.is_function:
                 message = (f"{grows} grows by one entry on every iteration of the loop at line {loops[-1].lineno} "
                            f"in `{scope.name}()` (line {stmt.lineno}), on every call, and is never cleared, "

@@ -561,11 +561,8 @@ def _layer_walk(loop) -> bool:
 
 def _of_self(expr) -> bool:
     """``self.hidden``, ``self.blocks.children()``, ``self.modules()``."""
-    if isinstance(expr, ast.Call):
-        expr = expr.func
-    while isinstance(expr, ast.Attribute):
-        expr = expr.value
-    return isinstance(expr, ast.Name) and expr.id == "self"
+    root = dotted(expr.func if isinstance(expr, ast.Call) else expr)
+    return root is not None and root.split(".")[0] == "self"
 
 
 def _is_value(expr, call) -> bool:
