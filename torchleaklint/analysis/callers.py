@@ -95,11 +95,16 @@ def calls_reaching(analysis, scope: Scope, limit: int = MAX_SITES):
             yield None
             continue
         caller_analysis, caller_scope = entry
-        for call, stmt in calls_named(caller_scope, scope.name):
-            refs = resolved_refs(caller_analysis, caller_scope, call, stmt)
-            if refs and me not in refs:
-                continue
-            yield caller_analysis, caller_scope, call, stmt, bool(refs)
+        holders = [caller_scope]
+        top = caller_analysis.index.module_scope
+        if caller_scope is not top and caller_scope.qualname == caller_analysis.index.module_name:
+            holders.append(top)  # ``train.py``'s function ``train`` and its top-level code share a name
+        for holder in holders:
+            for call, stmt in calls_named(holder, scope.name):
+                refs = resolved_refs(caller_analysis, holder, call, stmt)
+                if refs and me not in refs:
+                    continue
+                yield caller_analysis, holder, call, stmt, bool(refs)
 
 
 def resolved_refs(analysis, holder: Scope, call: ast.Call, stmt) -> set:

@@ -7,12 +7,15 @@ its project base classes stores a value that cannot be a module or a parameter (
 constant, a container or comprehension of such, an argument annotated with a plain
 Python type, a builtin or standard-library call, an object of a package's private compiled
 extension such as ``pkg._ext.Encoder``), no method registers parameters, buffers or
-submodules, and every base outside the project is ``nn.Module`` itself."""
+submodules, and every base outside the project is ``nn.Module`` itself. A layer built where
+it is called (``ROIAlign((size, size), 1.0, 0)(masks, rois)``) is judged with the values
+that construction passes: an ``__init__`` argument stored as it came is plain when the
+call passes a constant, or a name the caller annotates or binds with plain values."""
 
 from __future__ import annotations
 
 import ast
-from typing import Optional, Tuple
+from typing import FrozenSet, Optional, Tuple
 
 MAX_CLASSES = 6
 _PLAIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "None", "Optional", "List", "Dict", "Tuple", "Set",
@@ -26,15 +29,31 @@ _STDLIB_ROOTS = frozenset({"json", "re", "os", "collections", "string", "unicode
 _NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 
 
-def holds_no_parameters(project, class_ref: Tuple[str, str]) -> bool:
+def holds_no_parameters(project, class_ref: Tuple[str, str], plain_args: FrozenSet[str] = frozenset()) -> bool:
+    """``plain_args``: the class's own ``__init__`` arguments known to be plain values."""
     memo = project.memo
-    key = ("holds_no_parameters", class_ref)
+    key = ("holds_no_parameters", class_ref, plain_args)
     if key not in memo:
-        memo[key] = _holds_no_parameters(project, class_ref)
+        memo[key] = _holds_no_parameters(project, class_ref, plain_args)
     return memo[key]
 
 
-def _holds_no_parameters(project, class_ref) -> bool:
+def plain_construction_args(caller, class_ref: Tuple[str, str], construction: ast.Call, scope) -> FrozenSet[str]:
+    """The ``__init__`` arguments of ``class_ref`` that ``construction``, a call in
+    ``scope`` of the module ``caller`` analyses, passes plain values to."""
+    analysis = caller.project.analysis(class_ref[0])
+    init = next((m for m in analysis.index.methods(class_ref[1]) if m.name == "__init__"), None) if analysis else None
+    if init is None or not scope.is_function:
+        return frozenset()
+    params = [a.arg for a in init.node.args.posonlyargs + init.node.args.args][1:]
+    passed = dict(zip(params, construction.args)) if not any(isinstance(a, ast.Starred) for a in construction.args) else {}
+    passed.update((k.arg, k.value) for k in construction.keywords if k.arg is not None)
+    annotated = _plainly_annotated(scope.node)
+    return frozenset(name for name, value in passed.items()
+                     if _plain(value, annotated, caller.index.imports, scope))
+
+
+def _holds_no_parameters(project, class_ref, plain_args=frozenset()) -> bool:
     todo = [class_ref]
     seen = set()
     while todo:
@@ -53,15 +72,17 @@ def _holds_no_parameters(project, class_ref) -> bool:
                 todo.append(found)
             elif base not in _NN_MODULE:
                 return False  # a library base (nn.Linear, a pretrained model) may hold parameters
-        if not _stores_only_plain_values(analysis, cls):
+        if not _stores_only_plain_values(analysis, cls, plain_args if (module, cls) == tuple(class_ref) else frozenset()):
             return False
     return True
 
 
-def _stores_only_plain_values(analysis, cls: str) -> bool:
+def _stores_only_plain_values(analysis, cls: str, plain_args=frozenset()) -> bool:
     imports = analysis.index.imports
     for method in analysis.index.methods(cls):
         plain_params = _plainly_annotated(method.node)
+        if method.name == "__init__":
+            plain_params |= plain_args
         for node in ast.walk(method.node):
             if isinstance(node, ast.Call):
                 name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")

@@ -8,6 +8,7 @@ from ..analysis.figure_repetition import repetition_seen
 from ..analysis.figures import (LEFT_FOR_CALLER, closed_after_loop, closed_by_callers, disposal, early_exit, figure_sites, finished_with,
                                 made_only_without, never_called, pyplot_alias, repeating_loops, returns_figure, run_once)
 from ..analysis.flag_arms import dead_arm
+from ..analysis.gated_runs import at_most_once
 from ..analysis.module_index import enclosing_block, expr_keys
 from ..analysis.summaries import summary_for
 from ..diagnostics import SAFE, Edit, Fix
@@ -133,6 +134,8 @@ for epoch in range(100):
                     if not repeats and (run_once(analysis, scope, methods=True, literal_ranges=True) or never_called(analysis, scope)
                                         or repetition_seen(analysis, scope) is None):
                         continue  # nor is one made by a function the script calls once, never, or not in a loop
+                    if not repeats and at_most_once(analysis, scope, site.stmt):
+                        continue  # every call path that reaches it passes flags that let it run once (``plots and final_epoch``)
                     disposed = disposal(analysis, scope, site.names, site.stmt, site.many) \
                         or closed_by_callers(analysis, scope)
                     leaky_exit = early_exit(analysis, scope, site, disposed)

@@ -21,7 +21,7 @@ from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, contains
 from ..analysis.names import dotted, words
 from ..analysis.numpy_proof import read_as_numpy
-from ..analysis.parameterless import called_class, holds_no_parameters
+from ..analysis.parameterless import called_class, holds_no_parameters, plain_construction_args
 from ..analysis.reachability import unreachable
 from ..analysis.returned_graph import returned_for_training, submodule_frozen_in_model
 from ..analysis.repetition import repeated_call_site, setup_only
@@ -646,6 +646,11 @@ def _parameterless_module(analysis, call, scope, stmt) -> bool:
     project = analysis.project
     if project is None:
         return False
+    built = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "forward" else call.func
+    if isinstance(built, ast.Call):  # ``Layer(...).forward(x)``, ``Layer(...)(x)``: built where it runs
+        name = dotted(built.func)
+        cls = project.resolve_class(analysis.index.module_name, name) if name else None
+        return cls is not None and holds_no_parameters(project, cls, plain_construction_args(analysis, cls, built, scope))
     cls = called_class(analysis.graph.kinds, call, scope, stmt)
     return cls is not None and holds_no_parameters(project, cls)
 

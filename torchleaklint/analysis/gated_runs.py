@@ -1,0 +1,202 @@
+"""Does a statement run at most a fixed number of times per process, once the flags its
+callers pass are followed?
+
+A training script makes its summary plots at the end of ``train()`` under ``if plots:``,
+with ``plots = not opt.evolve``; the script calls ``train()`` once, or 300 times in a
+hyper-parameter evolution loop under ``else:`` of ``if not opt.evolve:``. On that path
+``plots`` is false: the plots are made once per process. The same script's evaluation
+runs every epoch with ``plots=plots and final_epoch`` (``final_epoch = epoch + 1 ==
+epochs``): the flag holds on one epoch only, so a plot under ``if plots:`` there is made
+once per call of ``train()`` too.
+
+The facts used are the tests of the ``if`` arms around each call site (``opt.evolve`` is
+true in the ``else`` of ``if not opt.evolve:``), and the conditions that must hold for
+the statement to run (the tests of its own arms, and the arguments its callers pass for
+the flags those tests read), rewritten from callee to caller through the call's
+arguments. A condition the rewriting cannot carry is dropped, never guessed: dropping one
+of the conditions that must all hold only loses a proof. Every caller must be known.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Dict, List, Optional
+
+from .callers import calls_reaching
+from .module_index import Scope, contains
+from .names import dotted
+from .single_pass import single_iteration_only
+from .summaries import argument_of, parameter_defaults
+
+MAX_DEPTH = 5  # callers of callers followed
+MAX_SITES = 8  # calls of one function judged
+_UNKNOWN = object()
+
+
+def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()) -> Optional[str]:
+    """Why ``stmt`` of ``scope`` runs a fixed number of times per process (once per call
+    path), or None. ``gates``: conditions, in ``scope``'s terms, that hold whenever the
+    effect of ``stmt`` that matters happens."""
+    from .figures import repeating_loops
+
+    ctx = analysis.index.ctx(stmt)
+    if ctx is None:
+        return None
+    conditions = list(gates) + _arm_conditions(ctx, stmt)
+    inlined = [part for c in conditions for part in _conjuncts(_inline(analysis, scope, c, stmt))]
+    loops = [loop for loop in repeating_loops(analysis, ctx, stmt=stmt)
+             if not any(single_iteration_only(c, loop) for c in inlined)]
+    if loops:
+        return None
+    if not scope.is_function:
+        return "run at module level, outside any loop"
+    if depth >= MAX_DEPTH:
+        return None
+    sites = [site for site in calls_reaching(analysis, scope, MAX_SITES)
+             if site is None or site[4] or not _method_of_an_object(site[0], scope, site[2])]
+    if not sites or any(site is None or not site[4] for site in sites):
+        return None  # uncalled, or a call the analysis cannot place: it may run anywhere
+    live = 0
+    for caller_analysis, caller_scope, call, caller_stmt, _ in sites:
+        if caller_scope is scope:
+            return None  # recursion
+        carried = [c for c in (_to_caller(scope, call, cond) for cond in inlined) if c is not None]
+        facts = _arm_facts(caller_analysis.index.ctx(caller_stmt), caller_stmt)
+        if any(_truth(c, facts) is False for c in carried):
+            continue  # the flags this call passes rule the statement out
+        if at_most_once(caller_analysis, caller_scope, caller_stmt, depth + 1, tuple(carried)) is None:
+            return None
+        live += 1
+    return f"each of the {live} call path(s) reaching it runs it once" if live else "no call path reaches it"
+
+
+def _method_of_an_object(caller_analysis, scope: Scope, call: ast.Call) -> bool:
+    """Is ``call`` (``model.train()``) a method call on an object, which cannot reach the
+    module-level function ``scope`` (only ``module.train()`` on an imported module can)?"""
+    if scope.class_name or not isinstance(call.func, ast.Attribute):
+        return False
+    return caller_analysis.index.imports.qualname(call.func.value) is None
+
+
+def _arm_conditions(ctx, stmt) -> List[ast.AST]:
+    """The tests of the ``if`` arms around ``stmt`` (negated for an ``else``), split into
+    the parts of an ``and`` that must all hold."""
+    out: List[ast.AST] = []
+    for block in ctx.blocks:
+        owner = getattr(block, "owner", None)
+        if not isinstance(owner, ast.If):
+            continue
+        if any(contains(s, stmt) for s in owner.body):
+            out.extend(_conjuncts(owner.test))
+        elif any(contains(s, stmt) for s in owner.orelse):
+            out.append(ast.UnaryOp(op=ast.Not(), operand=owner.test))
+    return out
+
+
+def _conjuncts(test) -> List[ast.AST]:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [part for value in test.values for part in _conjuncts(value)]
+    return [test]
+
+
+def _inline(analysis, scope: Scope, expr, stmt, depth: int = 0):
+    """``expr`` with each local name replaced by the one value assigned to it before
+    ``stmt`` (``plots`` -> ``not opt.evolve``), where exactly one assignment reaches."""
+    if depth > 2 or not scope.is_function:
+        return expr
+
+    class Inline(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id in scope.params:
+                return node
+            defs = analysis.flow.reaching(scope, node.id, stmt)
+            if len(defs) == 1 and defs[0].kind == "assign" and defs[0].index is None \
+                    and isinstance(defs[0].value, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Constant, ast.Attribute)):
+                return _inline(analysis, scope, copy.deepcopy(defs[0].value), defs[0].stmt, depth + 1)
+            return node
+
+    return Inline().visit(copy.deepcopy(expr))
+
+
+def _to_caller(callee: Scope, call: ast.Call, cond):
+    """``cond`` in the caller's terms: each parameter of ``callee`` replaced by what
+    ``call`` passes for it (or its default); None when ``cond`` reads anything else."""
+    defaults = parameter_defaults(callee.node)
+    params = set(callee.params)
+    failed = []
+
+    class ToCaller(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id in ("True", "False", "None"):
+                return node
+            if node.id not in params or node.id in ("self", "cls"):
+                failed.append(node.id)
+                return node
+            arg = argument_of(call, callee, node.id)
+            arg = arg if arg is not None else defaults.get(node.id)
+            if arg is None:
+                failed.append(node.id)
+                return node
+            return copy.deepcopy(arg)
+
+        def visit_Call(self, node):
+            failed.append("call")  # a call may answer differently every time
+            return node
+
+    out = ToCaller().visit(copy.deepcopy(cond))
+    return None if failed else out
+
+
+def _arm_facts(ctx, stmt) -> Dict[str, bool]:
+    """What the ``if`` arms around ``stmt`` say of names and attributes: ``opt.evolve`` is
+    true in the ``else`` of ``if not opt.evolve:``."""
+    facts: Dict[str, bool] = {}
+    if ctx is None:
+        return facts
+    for block in ctx.blocks:
+        owner = getattr(block, "owner", None)
+        if not isinstance(owner, ast.If):
+            continue
+        if any(contains(s, stmt) for s in owner.body):
+            _learn(owner.test, True, facts)
+        elif any(contains(s, stmt) for s in owner.orelse):
+            _learn(owner.test, False, facts)
+    return facts
+
+
+def _learn(test, truth: bool, facts: Dict[str, bool]) -> None:
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        _learn(test.operand, not truth, facts)
+    elif isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and truth:
+        for value in test.values:
+            _learn(value, True, facts)
+    elif isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) and not truth:
+        for value in test.values:
+            _learn(value, False, facts)
+    elif isinstance(test, (ast.Name, ast.Attribute)):
+        name = dotted(test)
+        if name is not None:
+            facts[name] = truth
+
+
+def _truth(node, facts: Dict[str, bool]):
+    """True/False when the constants and the facts decide ``node``, else _UNKNOWN."""
+    if isinstance(node, ast.Constant):
+        return bool(node.value)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        name = dotted(node)
+        return facts[name] if name in facts else _UNKNOWN
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _truth(node.operand, facts)
+        return _UNKNOWN if inner is _UNKNOWN else not inner
+    if isinstance(node, ast.BoolOp):
+        values = [_truth(v, facts) for v in node.values]
+        if isinstance(node.op, ast.And):
+            if any(v is False for v in values):
+                return False
+            return True if all(v is True for v in values) else _UNKNOWN
+        if any(v is True for v in values):
+            return True
+        return False if all(v is False for v in values) else _UNKNOWN
+    return _UNKNOWN
