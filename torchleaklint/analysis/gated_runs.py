@@ -32,6 +32,7 @@ from .summaries import argument_of, parameter_defaults
 MAX_DEPTH = 5  # callers of callers followed
 MAX_SITES = 8  # calls of one function judged
 _UNKNOWN = object()
+NEVER = "no call path runs it: the flags its arms need are never set"
 
 
 def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()) -> Optional[str]:
@@ -45,6 +46,9 @@ def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()
         return None
     conditions = list(gates) + _arm_conditions(ctx, stmt)
     inlined = [part for c in conditions for part in _conjuncts(_inline(analysis, scope, c, stmt))]
+    flags = _private_flags(analysis, scope, inlined)
+    if any(_truth(c, flags) is False for c in inlined):
+        return NEVER
     loops = [loop for loop in repeating_loops(analysis, ctx, stmt=stmt)
              if not any(single_iteration_only(c, loop) for c in inlined)]
     if loops:
@@ -65,10 +69,114 @@ def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()
         facts = _arm_facts(caller_analysis.index.ctx(caller_stmt), caller_stmt)
         if any(_truth(c, facts) is False for c in carried):
             continue  # the flags this call passes rule the statement out
-        if at_most_once(caller_analysis, caller_scope, caller_stmt, depth + 1, tuple(carried)) is None:
+        found = at_most_once(caller_analysis, caller_scope, caller_stmt, depth + 1, tuple(carried))
+        if found is None:
             return None
-        live += 1
-    return f"each of the {live} call path(s) reaching it runs it once" if live else "no call path reaches it"
+        live += found != NEVER
+    return f"each of the {live} call path(s) reaching it runs it once" if live else NEVER
+
+
+def _private_flags(analysis, scope: Scope, conditions) -> Dict[str, bool]:
+    """``self._log_tabular_only`` is false for good when every store of it in its class
+    is a false constant or a parameter every caller leaves false (a private attribute is
+    set by its own class only)."""
+    facts: Dict[str, bool] = {}
+    for cond in conditions:
+        for node in ast.walk(cond):
+            if isinstance(node, ast.Name) and _private(node.id) and node.id not in scope.params \
+                    and (not scope.is_function or node.id not in scope.defs) \
+                    and _global_never_true(analysis, node.id):
+                facts[node.id] = False
+            if scope.class_name and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                    and _private(node.attr) \
+                    and _never_true(analysis, scope.class_name, node.attr):
+                facts[f"self.{node.attr}"] = False
+    return facts
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__") and len(name) > 1
+
+
+def _global_never_true(analysis, name: str) -> bool:
+    """``_log_tabular_only = False`` at module level, and every function that declares it
+    ``global`` stores a false constant or a parameter its callers leave false."""
+    tree = analysis.index.tree
+    stores = 0
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                if isinstance(node, ast.AugAssign) or not (isinstance(node.value, ast.Constant) and not node.value.value):
+                    return False
+                stores += 1
+    for scope in analysis.index.scopes:
+        if not scope.is_function or not any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(scope.node)):
+            continue
+        for node in ast.walk(scope.node):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else [])
+            if not any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                continue
+            value = getattr(node, "value", None)
+            if isinstance(node, (ast.AugAssign, ast.For)) or value is None:
+                return False
+            if isinstance(value, ast.Constant) and not value.value:
+                continue
+            if isinstance(value, ast.Name) and value.id in scope.params and _param_never_true(analysis, scope, value.id, 0):
+                continue
+            return False
+    return stores > 0
+
+
+def _never_true(analysis, cls: str, attr: str) -> bool:
+    stores = 0
+    for method in analysis.index.methods(cls):
+        for node in ast.walk(method.node):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for target in targets:
+                if isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name) \
+                        and target.value.id == "self":
+                    stores += 1
+                    value = node.value
+                    if isinstance(node, ast.AugAssign) or value is None:
+                        return False
+                    if isinstance(value, ast.Constant) and not value.value:
+                        continue
+                    if isinstance(value, ast.Name) and value.id in method.params \
+                            and _param_never_true(analysis, method, value.id, 0):
+                        continue
+                    return False
+    return stores > 0
+
+
+def _param_never_true(analysis, scope: Scope, param: str, depth: int) -> bool:
+    """Does every call of ``scope`` pass a false constant for ``param`` (or leave a false
+    default), directly or through its own callers' parameters?"""
+    project = analysis.project
+    if project is None or depth > 2:
+        return False
+    default = parameter_defaults(scope.node).get(param)
+    if not project.call_sites(scope.name):
+        return False  # nothing calls it in the linted files: it may be called from anywhere
+    for site in calls_reaching(analysis, scope, MAX_SITES):
+        if site is None:
+            return False
+        caller_analysis, caller_scope, call, _, resolved = site
+        if not resolved:
+            if _method_of_an_object(caller_analysis, scope, call):
+                continue
+            return False
+        value = argument_of(call, scope, param)
+        value = default if value is None else value
+        if isinstance(value, ast.Constant) and not value.value:
+            continue
+        if isinstance(value, ast.Name) and caller_scope.is_function and value.id in caller_scope.params \
+                and _param_never_true(caller_analysis, caller_scope, value.id, depth + 1):
+            continue
+        return False
+    return True
 
 
 def _method_of_an_object(caller_analysis, scope: Scope, call: ast.Call) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
+from ..analysis.gated_runs import at_most_once
 from ..analysis.epochs import called_per_epoch, runs_per_epoch
 from ..analysis.figures import run_once
 from ..analysis.flag_arms import dead_arm
@@ -222,6 +223,8 @@ class Agent:
                 continue  # once per run, task, round or epoch of a function that trains in its own loop
             if not loops and run_once(analysis, scope, methods=True):
                 continue  # every call is set-up code run once (``driver.on_step(callback)``): a fixed count
+            if not loops and at_most_once(analysis, scope, stmt):
+                continue  # every call path passes flags that let it run once, or never (``if self._table_only:``)
             fix = None if nested else self._fix(ctx, key, creation)
             grows = f"one of the lists in `{key}`" if nested else f"`{key}`"
             if loops and scope.is_function:
