@@ -56,8 +56,14 @@ class Flow:
         ctx = self.analysis.index.ctx(use_stmt)
         if ctx is not None and ctx.loops:
             outer = ctx.loops[0]
+            # A binding before the use in the same iteration, on every path, kills what the
+            # previous iteration bound: ``loss = f(x); loss.backward(); ...; loss = loss.item()``.
+            killers = [k for k in out if k.kind != "param" and self.dominates(k, use_stmt)]
             for d in defs:
                 if d.start >= use_pos and contains(outer, d.stmt) and d not in out:
+                    carrier = next((loop for loop in reversed(ctx.loops) if contains(loop, d.stmt)), outer)
+                    if any(k.stmt is carrier or contains(carrier, k.stmt) for k in killers):
+                        continue
                     out.append(d)
         return out
 

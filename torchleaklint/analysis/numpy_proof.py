@@ -4,7 +4,10 @@
 "Can't call numpy() on Tensor that requires grad" on any tensor that records autograd,
 so code that works proves the module's output carries no graph (its parameters are
 frozen, or a caller disabled grad). A ``.detach()`` or ``.data`` on the way proves
-nothing: the graph may be there and dropped.
+nothing: the graph may be there and dropped. The output may be bound first and read
+later (``out = seg_model(x)`` then ``out.cpu().numpy()``, ``mesh, joints = layer(p)``
+then ``mesh.numpy()``): a read of the name that only this binding reaches is the same
+proof.
 """
 
 from __future__ import annotations
@@ -23,6 +26,42 @@ def read_as_numpy(call: ast.Call, stmt: ast.AST) -> bool:
                 and not node.args and _reaches(node.func.value, call):
             return True
     return False
+
+
+def bound_then_read_as_numpy(analysis, scope, call: ast.Call, stmt: ast.AST) -> bool:
+    """Is a name ``stmt`` binds to ``call``'s result (or to an element of it) read with
+    ``.numpy()``, no detach in between, where only this binding reaches the read?"""
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call):
+        return False
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if not names:
+        return False
+    for other in scope.statements:
+        if other is stmt or (other.lineno, other.col_offset) <= (stmt.lineno, stmt.col_offset):
+            continue
+        for node in _own_nodes(other):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "numpy" and not node.args):
+                continue
+            for name in names:
+                read = _named_root(node.func.value, name)
+                if read is not None and [d.stmt for d in analysis.flow.reaching(scope, name, other)] == [stmt]:
+                    return True
+    return False
+
+
+def _own_nodes(stmt):
+    for child in ast.iter_child_nodes(stmt):
+        if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+            yield from ast.walk(child)
+
+
+def _named_root(node, name: str):
+    """The ``Name`` ``name`` that ``node`` reaches as in :func:`_reaches`, or None."""
+    for found in ast.walk(node):
+        if isinstance(found, ast.Name) and found.id == name and _reaches(node, found):
+            return found
+    return None
 
 
 def _reaches(node, target) -> bool:

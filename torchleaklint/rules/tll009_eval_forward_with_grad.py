@@ -20,7 +20,7 @@ from ..analysis.inference import graph_stays_inside, harmless_call, shape_probe
 from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, contains
 from ..analysis.names import dotted, words
-from ..analysis.numpy_proof import read_as_numpy
+from ..analysis.numpy_proof import bound_then_read_as_numpy, read_as_numpy
 from ..analysis.parameterless import called_class, holds_no_parameters, plain_construction_args
 from ..analysis.reachability import unreachable
 from ..analysis.returned_graph import returned_for_training, submodule_frozen_in_model
@@ -494,7 +494,8 @@ def evaluate(model, loader):
                 continue  # output dropped at once (calibration, ``embed(...)`` for side effects): no graph kept
             if direct and _parameterless_module(analysis, call, scope, stmt):
                 continue  # a tokenizer written as an nn.Module: no parameter, no graph
-            if direct and (read_as_numpy(call, stmt) or _frozen(analysis, scope, call, stmt)
+            if direct and (read_as_numpy(call, stmt) or bound_then_read_as_numpy(analysis, scope, call, stmt)
+                           or _frozen(analysis, scope, call, stmt)
                            or (parameterless_layer(analysis, call.func, scope, stmt)
                                and analysis.graph.carrying(call, stmt) is None)):
                 continue  # ``.numpy()`` raises on a graph; a frozen module, or a layer without parameters fed no graph, records none
