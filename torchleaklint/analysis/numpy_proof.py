@@ -17,6 +17,12 @@ import ast
 from .names import dotted
 
 _TORCH_ROOTS = ("torch", "th")
+# Results that never require grad, whatever their input records (indices, signs, masks):
+# ``logits.argmax(1).numpy()`` works on a graph and proves nothing.
+_NO_GRAD_RESULTS = frozenset({"argmax", "argmin", "argsort", "sign", "round", "floor", "ceil", "trunc", "eq", "ne",
+                              "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "nonzero", "bucketize",
+                              "searchsorted", "unique", "logical_and", "logical_or", "logical_not", "bincount",
+                              "count_nonzero", "long", "int", "bool", "byte"})
 
 
 def read_as_numpy(call: ast.Call, stmt: ast.AST) -> bool:
@@ -70,7 +76,7 @@ def _reaches(node, target) -> bool:
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Attribute):
-            if func.attr in ("detach", "detach_"):
+            if func.attr in ("detach", "detach_") or func.attr in _NO_GRAD_RESULTS:
                 return False
             root = (dotted(func.value) or "").split(".")[0]
             if root in _TORCH_ROOTS:  # ``torch.cat([...])``: the result records autograd if an input does
