@@ -472,12 +472,16 @@ def evaluate(model, loader):
         index = analysis.index
         kinds = analysis.graph.kinds
         chosen = grad_enabled_on_purpose(analysis, scope)
+        after_stmt = next((stmt for call, stmt in scope.calls if call is after), None) if after is not None else None
+        after_ctx = index.ctx(after_stmt) if after_stmt is not None else None
         for call, stmt in sorted(scope.calls, key=lambda cs: (cs[0].lineno, cs[0].col_offset)):
             ctx = index.ctx(stmt)
             if ctx is None or ctx.grad_off or ctx.scope is not scope or id(stmt) in chosen:
                 continue
             if after is not None and (call.lineno, call.col_offset) < (after.lineno, after.col_offset):
                 continue  # forwards before `.eval()` are training
+            if after_ctx is not None and _exclusive(after_ctx, ctx):
+                continue  # ``if vae: encoder.eval() ... else: state = encoder(obs)``: the other arm trains
             if isinstance(call.func, ast.Attribute) and call.func.attr.startswith(HELPER_METHOD_PREFIXES):
                 # ``model.init_hidden(bsz)`` builds state; it is not a forward pass, unless a
                 # training step backpropagates what it returns (``self.get_g_loss(batch)``).
