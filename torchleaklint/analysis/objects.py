@@ -396,9 +396,35 @@ class ObjectKinds:
                             strength=kind.strength)
         if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS:
             base = self.kind_of(func.value, scope, stmt)
-            if base is not None and base.kind == "module":
+            if base is not None and base.kind == "module" and not self._fitting_methods_grad_off(call):
                 return Evidence(f"output of `{dotted(func)}` ({base.why})", call.lineno, strength=base.strength)
         return None
+
+    def _fitting_methods_grad_off(self, call: ast.Call) -> bool:
+        """``model.state_encoder.encode(obs, extra, return_tensor=True)`` on an object of
+        unknown class: every project method of that name whose parameters take these
+        arguments is decorated ``@torch.no_grad()``, so the call records nothing."""
+        from .call_arity import arguments_fit
+        from .module_index import grad_off_call
+
+        project = self.project
+        if project is None:
+            return False
+        refs = [ref for ref in project.functions_named(call.func.attr) if "." in ref.qualname]
+        if not refs or len(refs) > 8:
+            return False
+        fitting = 0
+        for ref in refs:
+            found = project.scope_for(ref)
+            if found is None:
+                return False
+            analysis, method = found
+            if not arguments_fit(method, call):
+                continue
+            fitting += 1
+            if not any(grad_off_call(deco, analysis.index.imports) for deco in getattr(method.node, "decorator_list", ())):
+                return False
+        return fitting > 0
 
     def _rebound_import(self, func, scope: Scope, stmt) -> bool:
         """``import model`` then ``model = model.NCF(...)``: the name now holds an object."""
