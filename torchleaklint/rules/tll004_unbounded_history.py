@@ -16,6 +16,7 @@ from ..analysis.names import dotted, words
 from ..analysis.repetition import setup_only
 from ..analysis.stores import store_in_stmt
 from ..analysis.training_runs import outside_training_steps
+from ..analysis.unused_classes import never_built
 from ..analysis.windows import tail_window_only
 from ..diagnostics import UNSAFE, Edit, Fix
 from .base import Invalid, Rule, RuleContext
@@ -206,7 +207,7 @@ class Agent:
             if written_out_whole(index.tree, key) is not None or written_out_whole_elsewhere(analysis, key):
                 continue  # plotted or written whole: every entry is read, the full history is the product
             owner = _owner_class(analysis.index.ctx(creation.stmt).scope) if "." in key else None
-            if owner and (short_lived(analysis, owner) or built_per_call(analysis, owner)
+            if owner and (short_lived(analysis, owner) or built_per_call(analysis, owner) or never_built(analysis, owner)
                           or _finalized(analysis, owner) or _handed_out(analysis, owner, key)):
                 continue
             scope, stmt = appender
