@@ -489,6 +489,35 @@ def never_called(analysis, scope: Scope) -> Optional[str]:
     return f"nothing in the linted files calls `{scope.name}`"
 
 
+def dispatched_once(analysis, scope: Scope) -> Optional[str]:
+    """A command of an ``argparse`` program: the function is only handed to a
+    sub-parser's ``set_defaults(func=...)``, outside any loop, and called by nothing else.
+    ``args.func(args)`` runs the one command the user picked, once per process."""
+    project = analysis.project
+    if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
+        return None
+    if project.call_sites(scope.name) or project.name_imported(analysis.index.module_name, scope.name):
+        return None
+    index = analysis.index
+    handed = 0
+    for other in index.scopes:
+        for call, stmt in other.calls:
+            if not (isinstance(call.func, ast.Attribute) and call.func.attr == "set_defaults"):
+                continue
+            for kw in call.keywords:
+                if isinstance(kw.value, ast.Name) and kw.value.id == scope.name:
+                    ctx = index.ctx(stmt)
+                    if ctx is None or ctx.loops:
+                        return None
+                    handed += 1
+    if not handed:
+        return None
+    named = sum(1 for node in ast.walk(index.tree) if isinstance(node, ast.Name) and node.id == scope.name)
+    if named != handed:
+        return None  # named somewhere else too: it may be called from there
+    return f"`{scope.name}` is an argparse command (`set_defaults(func={scope.name})`), run once per process"
+
+
 def _is_script(tree) -> bool:
     for stmt in tree.body:
         if isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare) \

@@ -10,7 +10,7 @@ from ..analysis.dropped_results import callers_drop_graph
 from ..analysis.eval_callers import evaluation_callers
 from ..analysis.eval_mode import eval_mode_call, eval_mode_calls
 from ..analysis.figure_repetition import repetition_seen
-from ..analysis.figures import never_called, run_once
+from ..analysis.figures import dispatched_once, never_called, run_once
 from ..analysis.flag_arms import flag_bindings, grad_switched_by, phase_values, ruled_out_by, skipped_backward
 from ..analysis.grad_callers import called_with_grad, class_calls_only_without_grad
 from ..analysis.forward_input import frozen_module
@@ -591,7 +591,7 @@ def _not_repeated(analysis, scope) -> bool:
     caller in the linted files calls at all (its module's users are linted, or it is a
     script), and that no step counter shows repeating. One forward per process is a
     one-off cost: nothing grows with steps or calls."""
-    if run_once(analysis, scope, methods=True):
+    if run_once(analysis, scope, methods=True) or dispatched_once(analysis, scope):
         return True
     return not scope.class_name and never_called(analysis, scope) is not None \
         and repetition_seen(analysis, scope) is None
