@@ -199,9 +199,12 @@ def _cut_each_iteration(analysis, scope: Scope, loop, key: str, carrying) -> boo
 
 def _rebound_earlier_in_iteration(analysis, scope: Scope, loop, key: str, stmt) -> bool:
     """Is ``key`` assigned earlier in the same iteration on every path (directly, or on
-    both arms of an ``if``/``else``)?"""
+    both arms of an ``if``/``else``)? Rebinding its base counts too: after ``action =
+    actor(s)``, ``action.grad`` belongs to this iteration's tensor."""
     arms = {}
-    for d in scope.defs_of(key):
+    parts = key.split(".")
+    bases = [".".join(parts[:end]) for end in range(1, len(parts))]
+    for d in [d for k in [key] + bases for d in scope.defs_of(k) if k == key or d.kind == "assign"]:
         if d.stmt is stmt or not contains(loop, d.stmt) or isinstance(d.stmt, LOOP_TYPES):
             continue
         if (d.stmt.lineno, d.stmt.col_offset) >= (stmt.lineno, stmt.col_offset):

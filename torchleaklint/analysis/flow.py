@@ -59,6 +59,13 @@ class Flow:
             # A binding before the use in the same iteration, on every path, kills what the
             # previous iteration bound: ``loss = f(x); loss.backward(); ...; loss = loss.item()``.
             killers = [k for k in out if k.kind != "param" and self.dominates(k, use_stmt)]
+            # ``action = actor(s)`` at the top of the iteration makes ``action.grad`` a new
+            # object's: rebinding a base kills what the previous iteration bound to its attributes.
+            parts = key.split(".")
+            for end in range(1, len(parts)):
+                base = ".".join(parts[:end])
+                killers.extend(k for k in scope.defs_of(base) if k.kind == "assign" and k.start < use_pos
+                               and not isinstance(k.stmt, LOOP_TYPES) and self.dominates(k, use_stmt))
             for d in defs:
                 if d.start >= use_pos and contains(outer, d.stmt) and d not in out:
                     carrier = next((loop for loop in reversed(ctx.loops) if contains(loop, d.stmt)), outer)
