@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis.callers import argument_evidence
 from ..analysis.carried import carried_states
 from ..analysis.module_index import calls_named, contains, expr_keys, start_of
 from ..analysis.stores import all_stores
@@ -386,7 +387,7 @@ def _ancestor_graph_before_loop(analysis, scope, site, region, limit: int = 96) 
     followed = set()
     while frontier:
         key, at = frontier.pop()
-        if (key, id(at)) in followed or "." in key or key in scope.params:
+        if (key, id(at)) in followed or "." in key:
             continue
         followed.add((key, id(at)))
         if len(followed) > limit:
@@ -396,6 +397,8 @@ def _ancestor_graph_before_loop(analysis, scope, site, region, limit: int = 96) 
             for d in defs:
                 for found in expr_keys(getattr(d, "value", None)) - imported:
                     frontier.append((found, d.stmt))
+                if d.kind == "aug":
+                    frontier.append((key, d.stmt))  # ``loss /= n`` reads the ``loss`` before it
             continue
         if not defs or any(contains(region, d.stmt) and d.stmt is not region for d in defs):
             continue
@@ -403,9 +406,18 @@ def _ancestor_graph_before_loop(analysis, scope, site, region, limit: int = 96) 
             value = getattr(d, "value", None)
             if d.kind == "assign" and value is not None and not _makes_leaf(value) \
                     and (analysis.graph.carrying(value, d.stmt) is not None
-                         or _joins_graphs(analysis, scope, value, d.stmt)):
+                         or _joins_graphs(analysis, scope, value, d.stmt)
+                         or _view_of_graph_argument(analysis, scope, value)):
                 return True
     return False
+
+
+def _view_of_graph_argument(analysis, scope, value) -> bool:
+    """``hyp = hyp.view(-1, n)`` of a parameter a caller fills with a model's output
+    (``self.batch_loss_backward(criterion, model(src), gold)``): a backward through a slice
+    of it needs the caller's graph, so every chunk but the last must retain it."""
+    names = [n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in scope.params and n.id != "self"]
+    return any(argument_evidence(analysis, scope, name) is not None for name in dict.fromkeys(names))
 
 
 def _joins_graphs(analysis, scope, value, stmt) -> bool:
