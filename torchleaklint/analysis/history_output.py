@@ -49,8 +49,8 @@ MAX_READER_MODULES = 16
 
 
 def written_out_whole_elsewhere(analysis, key: str) -> Optional[str]:
-    """Where another file of the program (one importing this one) plots or writes the
-    object's list whole: ``plt.plot(agent.losses)``, or looked up by its name
+    """Where the file itself, through another name of the object, or another file of the
+    program (one importing this one) plots or writes the object's list whole: ``plt.plot(agent.losses)``, or looked up by its name
     (``for name in ["weights_over_time", ...]: var = getattr(dqn, name); plt.plot(var)``).
     ``key`` is ``self.x``; None when no such read is seen."""
     project = analysis.project
@@ -58,6 +58,9 @@ def written_out_whole_elsewhere(analysis, key: str) -> Optional[str]:
         return None
     attr = key[5:]
     module = analysis.index.module_name
+    line = _output_of_attribute(analysis.index.tree, attr)
+    if line is not None:
+        return f"{short_path(analysis.path)}:{line}"  # ``plt.plot(solver.regrets)`` beside the class
     for other_module in project.importers_of_module(module)[:MAX_READER_MODULES]:
         other = project.analysis(other_module)
         if other is None:
