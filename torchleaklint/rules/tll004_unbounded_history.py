@@ -58,7 +58,8 @@ class UnboundedHistory(Rule):
     Not reported for a list appended once per epoch (by a method named for the epoch or
     registered for an epoch event): the run's epoch count bounds it. Nor for a list the
     program plots or writes out whole (`plt.plot(self.losses)`, `np.savetxt(path,
-    self.rewards)`, `pd.DataFrame(np.array(self.evals)).to_csv(path)`), in its own file or in
+    self.rewards)`, `pd.DataFrame(np.array(self.evals)).to_csv(path)`), in its own file
+    (also through another name of the object: `plt.plot(solver.regrets)`) or in
     a file that imports it (`plt.plot(agent.losses)`, or looked up by its name:
     `var = getattr(dqn, "weights_over_time"); plt.plot(var)`): every entry is read, the full
     history is what it is kept for.
@@ -68,7 +69,11 @@ class UnboundedHistory(Rule):
     Not reported for growth that happens once per training run, task, round or epoch of a
     function that steps in a loop of its own (after that loop, or around it), for a method
     every call of which is set-up code run once (`driver.on_step(callback)`), nor under a
-    flag every caller turns off (`if val:` where each call passes `val=False`).
+    flag every caller turns off (`if val:` where each call passes `val=False`), nor when
+    every call path runs the append once at most or never: behind a private flag nothing
+    sets (`if self._log_tabular_only:` with only `False` stored, or a module's
+    `_table_only` global), or under the flags the callers pass. Nor for a class nothing in
+    the linted files builds, subclasses, imports or names (dead code keeps nothing).
     Reported on the list's creation; when the proof is the tail reads, on the append.
 
     ## Why is this bad

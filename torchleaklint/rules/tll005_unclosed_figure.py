@@ -31,8 +31,12 @@ class UnclosedFigure(Rule):
     episode it runs in (`plot(values, epoch)`): a notebook helper or an uncalled utility
     keeps a handful of figures at most. A figure made under a test that holds on one
     iteration of its loop only (`if epoch == num_epochs - 1:`) is made once per run of
-    that loop, not once per iteration. (Methods are reported: their object's users,
-    often a framework, call them through calls the linted files do not show.)
+    that loop, not once per iteration. Nor when every call path that reaches the figure
+    passes flags that let it run once: a trainer that plots under `if plots:` with
+    `plots = not opt.evolve` (the evolution loop that calls it again and again runs only
+    where `opt.evolve` is set) or evaluates every epoch with `plots=plots and final_epoch`
+    (`final_epoch = epoch + 1 == epochs`). (Other methods are reported: their object's
+    users, often a framework, call them through calls the linted files do not show.)
 
     ## Why is this bad
     pyplot keeps a reference to every figure it creates until it is closed, whether or not

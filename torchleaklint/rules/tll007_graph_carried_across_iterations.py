@@ -32,6 +32,9 @@ class GraphCarriedAcrossIterations(Rule):
     function (a rollout or acting loop; the learner that unrolls and backpropagates is
     fine); and generation or decoding loops (`out, h = model(token, h)`) in a function that
     runs no backward pass, returns no graph and stores none for later.
+    State rebound earlier in the same iteration on every path is not carried, nor is an
+    attribute of a name rebound so (`action = actor(s)` at the top of the iteration makes
+    `action.grad = torch.cat([action.grad[:, :4], g])` this iteration's).
     Files that hold tests are not checked: a test keeps what it builds for one short run.
 
     ## Why is this bad

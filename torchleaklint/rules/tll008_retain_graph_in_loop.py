@@ -25,8 +25,10 @@ class RetainGraphInLoop(Rule):
     aliased, returned or used with autograd recording first: the retained graph is
     released there. Nor when the backpropagated value is computed from a graph made before
     the loop (`p_clean = softmax(model(x))` once, then `kl(model(x + delta), p_clean)`
-    every step): each iteration's backward runs through that shared graph again and must
-    retain it (a leaf made with `requires_grad=True` is not such a graph).
+    every step), or from a parameter a caller fills with a graph and the function slices
+    chunk by chunk (`hyp = hyp.view(-1, n)` then `criterion(hyp[i:j], gold[i:j])`, with
+    `loss /= total` in place): each iteration's backward runs through that shared graph
+    again and must retain it (a leaf made with `requires_grad=True` is not such a graph).
 
     ## Why is this bad
     `retain_graph=True` keeps the saved tensors of the graph after the backward pass. It is

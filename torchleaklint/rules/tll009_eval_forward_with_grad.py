@@ -63,7 +63,11 @@ class EvalForwardWithGrad(Rule):
     `model.infer(x)` when every project module class defining it returns module outputs;
     a direct module call whose output is dropped at once (`model(calibration_batch)`), or
     of a project module proven to hold no parameters (a tokenizer), records no graph that
-    matters and is not reported. When the arms of an `if` run different forwards, each is
+    matters and is not reported (a layer built where it runs, `ROIAlign((s, s), 1.0,
+    0).forward(masks, boxes)`, is judged with the plain values it is built from). A model
+    method called on an object of unknown class (`model.encoder.encode(obs, extra)`) is
+    not a forward when every project method of that name whose parameters take the call's
+    arguments is decorated `@torch.no_grad()`. When the arms of an `if` run different forwards, each is
     reported. Also reported: a call that passes a training function the flag that rules
     out every backward pass in it (`run_epoch(valid_loader, model, ..., mode="eval")` where
     the backward sits under `if mode == "train":`, `self.iteration(loader, train=False)`),
@@ -75,7 +79,10 @@ class EvalForwardWithGrad(Rule):
     forward (`net.requires_grad_(False)`, `p.requires_grad = False` for its parameters, a
     deep copy of a frozen module, a module frozen by a project helper it is handed to
     before it is stored: `self.freeze_model(net); self.net = net.eval()`), or a forward whose output reaches `.numpy()` with no
-    detach on the way (which raises on a graph), records none. An acting function that
+    detach on the way (which raises on a graph), in the same statement or through a name
+    only it binds (`out = seg_model(x); out.cpu().numpy()`), records none (an index or sign
+    of the output, `out.argmax(1).numpy()`, proves nothing). A `.eval()` counts only for the
+    forwards after it on some path, not those in the other arm of its `if`. An acting function that
     returns its forward's output is reported when every caller reads only graph-free values
     from it at once (`action = select_action(s); action = action.data[0].numpy()`); one
     caller that keeps the result (a log-probability for REINFORCE) keeps it quiet. Modules that import only
@@ -86,7 +93,8 @@ class EvalForwardWithGrad(Rule):
     at module level or in functions that run once that way (`main()` calling `run_task()`
     calling `train()`, which predicts once after training; a method counts by the calls
     spelled with its name), nor when nothing in the linted files calls it at all while its
-    module's users are linted. The message says where a loop repeats the call. Nor is a
+    module's users are linted, nor for an argparse command only handed to
+    `set_defaults(func=generate)` (`args.func(args)` runs it once per process). The message says where a loop repeats the call. Nor is a
     function whose forward reaches its `return` when a caller trains with it: a caller
     backpropagates what it returns, or a module's `forward` returns it (directly or through
     one or two callers, as a rendering helper named `inference` inside `render_rays` does);
