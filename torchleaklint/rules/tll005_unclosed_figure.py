@@ -157,6 +157,8 @@ for epoch in range(100):
                               f"every one until `plt.close()`)")
                     message = f"{what} {where} {'are' if site.many else 'is'} never closed; {growth}"
                     notes = [f"figure: `{ast.unparse(site.call.func)}()` at line {site.call.lineno}"]
+                    if not in_loop:
+                        notes.append(f"how often: {repetition_seen(analysis, scope) or 'once per call'}")
                     fix = None if site.many else self._fix(ctx, scope, site, plt)
                     last_only = closed_after_loop(analysis, scope, site)
                     if last_only is not None:
