@@ -130,7 +130,8 @@ class ObjectKinds:
                 found = self._attribute_kind(owner, expr.attr, depth)
                 if found is not None:
                     return found
-            if not _self_attribute(expr) and self.index.imports.qualname(expr) is None:
+            if not _self_attribute(expr) and self.index.imports.qualname(expr) is None \
+                    and not self._numpy_attribute(expr.value, scope):
                 from .attribute_bindings import bound_attribute_kind
 
                 found = bound_attribute_kind(self.project, expr.attr)  # (``F.softmax`` is a library function)
@@ -399,6 +400,20 @@ class ObjectKinds:
             if base is not None and base.kind == "module" and not self._fitting_methods_grad_off(call):
                 return Evidence(f"output of `{dotted(func)}` ({base.why})", call.lineno, strength=base.strength)
         return None
+
+    def _numpy_attribute(self, expr, scope: Scope) -> bool:
+        """``self.observations`` where its class binds it to a NumPy array somewhere
+        (``self.observations = np.zeros(...)``): ``self.observations.mean(0)`` is the array's
+        method, whatever other classes bind to an attribute named ``mean``."""
+        if not (isinstance(expr, ast.Attribute) and _self_attribute(expr) and scope.class_name):
+            return False
+        key = dotted(expr)
+        for method in self.index.methods(scope.class_name):
+            for d in method.defs.get(key, ()):
+                value = d.value
+                if isinstance(value, ast.Call) and (self.index.imports.qualname(value.func) or "").split(".")[0] == "numpy":
+                    return True
+        return False
 
     def _fitting_methods_grad_off(self, call: ast.Call) -> bool:
         """``model.state_encoder.encode(obs, extra, return_tensor=True)`` on an object of
