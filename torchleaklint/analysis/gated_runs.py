@@ -55,7 +55,7 @@ def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()
         return None
     if not scope.is_function:
         return "run at module level, outside any loop"
-    if depth >= MAX_DEPTH:
+    if depth >= MAX_DEPTH or _called_implicitly(scope):
         return None
     sites = [site for site in calls_reaching(analysis, scope, MAX_SITES)
              if site is None or site[4] or not _method_of_an_object(site[0], scope, site[2])]
@@ -158,7 +158,7 @@ def _param_never_true(analysis, scope: Scope, param: str, depth: int) -> bool:
     if project is None or depth > 2:
         return False
     default = parameter_defaults(scope.node).get(param)
-    if not project.call_sites(scope.name):
+    if _called_implicitly(scope) or not project.call_sites(scope.name):
         return False  # nothing calls it in the linted files: it may be called from anywhere
     for site in calls_reaching(analysis, scope, MAX_SITES):
         if site is None:
@@ -177,6 +177,12 @@ def _param_never_true(analysis, scope: Scope, param: str, depth: int) -> bool:
             continue
         return False
     return True
+
+
+def _called_implicitly(scope: Scope) -> bool:
+    """``forward`` runs through ``model(x)``, a dunder through its operator: their calls
+    are not spelled with their names, so the calls in view are not all of them."""
+    return scope.name == "forward" or (scope.name.startswith("__") and scope.name.endswith("__"))
 
 
 def _method_of_an_object(caller_analysis, scope: Scope, call: ast.Call) -> bool:

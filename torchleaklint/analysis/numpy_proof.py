@@ -22,7 +22,7 @@ _TORCH_ROOTS = ("torch", "th")
 _NO_GRAD_RESULTS = frozenset({"argmax", "argmin", "argsort", "sign", "round", "floor", "ceil", "trunc", "eq", "ne",
                               "gt", "lt", "ge", "le", "isnan", "isinf", "isfinite", "nonzero", "bucketize",
                               "searchsorted", "unique", "logical_and", "logical_or", "logical_not", "bincount",
-                              "count_nonzero", "long", "int", "bool", "byte"})
+                              "count_nonzero", "long", "int", "bool", "byte", "sample", "multinomial", "bernoulli"})
 
 
 def read_as_numpy(call: ast.Call, stmt: ast.AST) -> bool:
