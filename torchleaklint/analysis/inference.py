@@ -90,6 +90,10 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
         return all(_spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in expr.elts)
     if isinstance(expr, ast.Dict):
         return all(_spelled_graph_free(analysis, scope, v, stmt, depth + 1) for v in expr.values)
+    if isinstance(expr, ast.UnaryOp):  # ``-(p * log_p).sum().item()``
+        return _spelled_graph_free(analysis, scope, expr.operand, stmt, depth + 1)
+    if isinstance(expr, ast.BinOp):  # ``loss.item() / n``
+        return all(_spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in (expr.left, expr.right))
     if isinstance(expr, ast.IfExp):  # ``a.cpu().numpy() if deterministic else b.cpu().numpy()``
         return all(_spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in (expr.body, expr.orelse))
     node = expr
@@ -117,9 +121,14 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
     if isinstance(node, ast.Name):  # the chain's root (or ``expr`` itself): judged by its definitions
         defs = analysis.flow.reaching(scope, node.id, stmt)
         return bool(defs) and all(d.kind == "assign" and d.index is None and (
-            _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
-            or _filled_graph_free(analysis, scope, node.id, d.value, depth)) for d in defs)
+            _filled_graph_free(analysis, scope, node.id, d.value, depth) if _empty_container(d.value) else (
+                _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
+                or _filled_graph_free(analysis, scope, node.id, d.value, depth))) for d in defs)
     return False
+
+
+def _empty_container(value) -> bool:
+    return (isinstance(value, ast.List) and not value.elts) or (isinstance(value, ast.Dict) and not value.keys)
 
 
 def _filled_graph_free(analysis, scope: Scope, key: str, value, depth: int) -> bool:
@@ -128,8 +137,8 @@ def _filled_graph_free(analysis, scope: Scope, key: str, value, depth: int) -> b
     spelling: the tensor or list it builds holds no graph."""
     from .stores import stores_into
 
-    if isinstance(value, ast.List) and not value.elts:
-        pass
+    if _empty_container(value):
+        pass  # ``losses = {}`` then ``losses["pi"] = -(ratio * adv).mean()``: judged by what is stored
     elif isinstance(value, ast.Call):
         qual = analysis.index.imports.qualname(value.func) or ""
         if not (qual.startswith("torch.") and qual.rsplit(".", 1)[-1] in FRESH_TENSORS) or any(
