@@ -35,13 +35,15 @@ def read_as_numpy(call: ast.Call, stmt: ast.AST) -> bool:
 
 
 def bound_then_read_as_numpy(analysis, scope, call: ast.Call, stmt: ast.AST) -> bool:
-    """Is a name ``stmt`` binds to ``call``'s result (or to an element of it) read with
+    """Is every name ``stmt`` binds to ``call``'s result (or to its elements) read with
     ``.numpy()``, no detach in between, where only this binding reaches the read?"""
     if not (isinstance(stmt, ast.Assign) and stmt.value is call):
         return False
-    names = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)
+             and isinstance(n.ctx, ast.Store) and n.id != "_"}
     if not names:
         return False
+    proven = set()
     for other in scope.statements:
         if other is stmt or (other.lineno, other.col_offset) <= (stmt.lineno, stmt.col_offset):
             continue
@@ -49,11 +51,13 @@ def bound_then_read_as_numpy(analysis, scope, call: ast.Call, stmt: ast.AST) -> 
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "numpy" and not node.args):
                 continue
-            for name in names:
+            for name in names - proven:
                 read = _named_root(node.func.value, name)
                 if read is not None and [d.stmt for d in analysis.flow.reaching(scope, name, other)] == [stmt]:
-                    return True
-    return False
+                    proven.add(name)
+    # Each element of an unpacked output proves only itself: ``action, _, dist = actor(obs)``
+    # with ``action.cpu().numpy()`` says the sampled action has no graph, not ``dist``.
+    return proven == names
 
 
 def _own_nodes(stmt):
