@@ -107,6 +107,9 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
             qual = analysis.index.imports.qualname(func) or ""
             if qual.split(".")[0] in ("numpy", "math", "statistics", "random"):
                 return True  # a NumPy array or a Python number
+            if qual.startswith("torch.") and node.args and all(
+                    _spelled_graph_free(analysis, scope, a, stmt, depth + 1) for a in node.args):
+                return True  # ``F.softmax(logits.detach(), dim=1)``: a torch function of graph-free inputs
             if _project_function_graph_free(analysis, scope, node, stmt, depth):
                 return True  # ``utils.to_np(action)``: a helper whose every return is graph-free
             if not isinstance(func, ast.Attribute):
@@ -120,11 +123,22 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
             break
     if isinstance(node, ast.Name):  # the chain's root (or ``expr`` itself): judged by its definitions
         defs = analysis.flow.reaching(scope, node.id, stmt)
-        return bool(defs) and all(d.kind == "assign" and d.index is None and (
-            _filled_graph_free(analysis, scope, node.id, d.value, depth) if _empty_container(d.value) else (
-                _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
-                or _filled_graph_free(analysis, scope, node.id, d.value, depth))) for d in defs)
+        return bool(defs) and all(_def_graph_free(analysis, scope, node.id, d, depth) for d in defs)
     return False
+
+
+def _def_graph_free(analysis, scope: Scope, key: str, d, depth: int) -> bool:
+    """Is what the definition binds graph-free by its spelling: an assignment of such a
+    value, an empty container filled only with such values, or the target of a ``for`` over
+    such an iterable (``for sample in G(z).data.cpu().numpy(): ...``)?"""
+    if d.kind == "for":
+        return d.value is not None and _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
+    if d.kind != "assign" or d.index is not None:
+        return False
+    if _empty_container(d.value):
+        return _filled_graph_free(analysis, scope, key, d.value, depth)
+    return (_spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
+            or _filled_graph_free(analysis, scope, key, d.value, depth))
 
 
 def _empty_container(value) -> bool:
