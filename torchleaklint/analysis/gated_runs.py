@@ -220,17 +220,36 @@ def _inline(analysis, scope: Scope, expr, stmt, depth: int = 0):
     if depth > 2 or not scope.is_function:
         return expr
 
-    class Inline(ast.NodeTransformer):
-        def visit_Name(self, node):
-            if node.id in scope.params:
-                return node
-            defs = analysis.flow.reaching(scope, node.id, stmt)
-            if len(defs) == 1 and defs[0].kind == "assign" and defs[0].index is None \
-                    and isinstance(defs[0].value, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Constant, ast.Attribute)):
-                return _inline(analysis, scope, copy.deepcopy(defs[0].value), defs[0].stmt, depth + 1)
-            return node
+    def replace(node):
+        if node.id in scope.params:
+            return None
+        defs = analysis.flow.reaching(scope, node.id, stmt)
+        if len(defs) == 1 and defs[0].kind == "assign" and defs[0].index is None \
+                and isinstance(defs[0].value, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Constant, ast.Attribute)):
+            return _inline(analysis, scope, copy.deepcopy(defs[0].value), defs[0].stmt, depth + 1)
+        return None
 
-    return Inline().visit(copy.deepcopy(expr))
+    return _NameReplacer(replace).visit(copy.deepcopy(expr))
+
+
+class _NameReplacer(ast.NodeTransformer):
+    """Replaces each ``Name`` by what ``replace`` returns for it (None keeps it); a call
+    is reported to ``on_call`` (a module-level class: one defined per call would put every
+    analysis its closures hold in a reference cycle)."""
+
+    def __init__(self, replace, on_call=None):
+        self.replace = replace
+        self.on_call = on_call
+
+    def visit_Name(self, node):
+        found = self.replace(node)
+        return node if found is None else found
+
+    def visit_Call(self, node):
+        if self.on_call is not None:
+            self.on_call()
+            return node
+        return self.generic_visit(node)
 
 
 def _to_caller(callee: Scope, call: ast.Call, cond):
@@ -240,26 +259,21 @@ def _to_caller(callee: Scope, call: ast.Call, cond):
     params = set(callee.params)
     failed = []
 
-    class ToCaller(ast.NodeTransformer):
-        def visit_Name(self, node):
-            if node.id in ("True", "False", "None"):
-                return node
-            if node.id not in params or node.id in ("self", "cls"):
-                failed.append(node.id)
-                return node
-            arg = argument_of(call, callee, node.id)
-            arg = arg if arg is not None else defaults.get(node.id)
-            if arg is None:
-                failed.append(node.id)
-                return node
-            return copy.deepcopy(arg)
+    def replace(node):
+        if node.id in ("True", "False", "None"):
+            return None
+        if node.id not in params or node.id in ("self", "cls"):
+            failed.append(node.id)
+            return None
+        arg = argument_of(call, callee, node.id)
+        arg = arg if arg is not None else defaults.get(node.id)
+        if arg is None:
+            failed.append(node.id)
+            return None
+        return copy.deepcopy(arg)
 
-        def visit_Call(self, node):
-            failed.append("call")  # a call may answer differently every time
-            return node
-
-    out = ToCaller().visit(copy.deepcopy(cond))
-    return None if failed else out
+    out = _NameReplacer(replace, on_call=lambda: failed.append("call")).visit(copy.deepcopy(cond))
+    return None if failed else out  # a call may answer differently every time
 
 
 def _arm_facts(ctx, stmt) -> Dict[str, bool]:
