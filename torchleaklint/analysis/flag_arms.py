@@ -16,10 +16,11 @@ from typing import Dict, List, Optional
 
 from .callers import calls_reaching
 from .module_index import Scope, contains, start_of
-from .names import last_name
+from .names import dotted, last_name
 from .summaries import argument_of, parameter_defaults, passed_parameters
 
 _UNKNOWN = object()
+UNKNOWN = _UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -92,12 +93,19 @@ def _describe(test, bindings) -> str:
     return ", ".join(f"{name}={bindings[name]!r}" for name in names)
 
 
+def evaluate(node, bindings):
+    """True/False when ``bindings`` (constants by name or dotted attribute) decide the
+    test ``node``, else ``UNKNOWN``."""
+    return _evaluate(node, bindings)
+
+
 def _evaluate(node, bindings):
     """True/False when the test is decided by the bound constants, else _UNKNOWN."""
     if isinstance(node, ast.Constant):
         return bool(node.value)
-    if isinstance(node, ast.Name):
-        return bool(bindings[node.id]) if node.id in bindings else _UNKNOWN
+    if isinstance(node, (ast.Name, ast.Attribute)):  # ``opt.evolve``: bound by its dotted name
+        name = dotted(node)
+        return bool(bindings[name]) if name in bindings else _UNKNOWN
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         inner = _evaluate(node.operand, bindings)
         return _UNKNOWN if inner is _UNKNOWN else not inner

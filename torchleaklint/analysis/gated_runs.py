@@ -24,6 +24,7 @@ import copy
 from typing import Dict, List, Optional
 
 from .callers import calls_reaching
+from .flag_arms import evaluate
 from .module_index import Scope, contains
 from .names import dotted
 from .single_pass import single_iteration_only
@@ -31,7 +32,6 @@ from .summaries import argument_of, parameter_defaults
 
 MAX_DEPTH = 5  # callers of callers followed
 MAX_SITES = 8  # calls of one function judged
-_UNKNOWN = object()
 NEVER = "no call path runs it: the flags its arms need are never set"
 
 
@@ -47,7 +47,7 @@ def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()
     conditions = list(gates) + _arm_conditions(ctx, stmt)
     inlined = [part for c in conditions for part in _conjuncts(_inline(analysis, scope, c, stmt))]
     flags = _private_flags(analysis, scope, inlined)
-    if any(_truth(c, flags) is False for c in inlined):
+    if any(evaluate(c, flags) is False for c in inlined):
         return NEVER
     loops = [loop for loop in repeating_loops(analysis, ctx, stmt=stmt)
              if not any(single_iteration_only(c, loop) for c in inlined)]
@@ -67,7 +67,7 @@ def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()
             return None  # recursion
         carried = [c for c in (_to_caller(scope, call, cond) for cond in inlined) if c is not None]
         facts = _arm_facts(caller_analysis.index.ctx(caller_stmt), caller_stmt)
-        if any(_truth(c, facts) is False for c in carried):
+        if any(evaluate(c, facts) is False for c in carried):
             continue  # the flags this call passes rule the statement out
         found = at_most_once(caller_analysis, caller_scope, caller_stmt, depth + 1, tuple(carried))
         if found is None:
@@ -306,25 +306,3 @@ def _learn(test, truth: bool, facts: Dict[str, bool]) -> None:
         name = dotted(test)
         if name is not None:
             facts[name] = truth
-
-
-def _truth(node, facts: Dict[str, bool]):
-    """True/False when the constants and the facts decide ``node``, else _UNKNOWN."""
-    if isinstance(node, ast.Constant):
-        return bool(node.value)
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        name = dotted(node)
-        return facts[name] if name in facts else _UNKNOWN
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = _truth(node.operand, facts)
-        return _UNKNOWN if inner is _UNKNOWN else not inner
-    if isinstance(node, ast.BoolOp):
-        values = [_truth(v, facts) for v in node.values]
-        if isinstance(node.op, ast.And):
-            if any(v is False for v in values):
-                return False
-            return True if all(v is True for v in values) else _UNKNOWN
-        if any(v is True for v in values):
-            return True
-        return False if all(v is False for v in values) else _UNKNOWN
-    return _UNKNOWN
