@@ -11,10 +11,19 @@ from typing import Optional
 from .objects import NN_NOT_MODULES, NON_FORWARD_METHODS, TENSOR_ATTRS_OF_MODULES, ObjectKind
 
 
+# Methods every tensor and array has: ``x.reshape(n, m)`` on a value of unknown kind is
+# that method, whatever a project names a submodule (``self.reshape = nn.Sequential(...)``).
+TENSOR_METHODS = frozenset({
+    "reshape", "view", "mean", "std", "var", "sum", "prod", "max", "min", "norm", "transpose", "permute",
+    "flatten", "squeeze", "unsqueeze", "expand", "repeat", "clamp", "clip", "abs", "exp", "log", "sqrt",
+    "softmax", "log_softmax", "argmax", "argmin", "t", "round", "sign", "cumsum", "sort", "topk", "split",
+    "chunk", "gather", "scatter", "masked_fill", "matmul", "dot", "pow", "neg", "sigmoid", "tanh", "relu"})
+
+
 def bound_attribute_kind(project, attr: str) -> Optional[ObjectKind]:
     """The kind every project binding of ``attr`` agrees on (no project function may be
-    named so), or None."""
-    if project is None or attr in NON_FORWARD_METHODS or attr in TENSOR_ATTRS_OF_MODULES:
+    named so, and no method every tensor has), or None."""
+    if project is None or attr in NON_FORWARD_METHODS or attr in TENSOR_ATTRS_OF_MODULES or attr in TENSOR_METHODS:
         return None
     bindings = project.attribute_classes(attr)
     if not bindings or project.functions_named(attr):
