@@ -40,7 +40,7 @@ def bound_then_read_as_numpy(analysis, scope, call: ast.Call, stmt: ast.AST) -> 
     if not (isinstance(stmt, ast.Assign) and stmt.value is call):
         return False
     names = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)
-             and isinstance(n.ctx, ast.Store) and n.id != "_"}
+             and isinstance(n.ctx, ast.Store)}  # ``action, _ = pi(s)``: the dropped element proves nothing
     if not names:
         return False
     proven = set()
