@@ -13,7 +13,7 @@ from .detachers import DETACH_METHODS
 from .free_reads import free_reads
 from .graph import Evidence
 from .lifetimes import every_iteration
-from .module_index import LOOP_TYPES, Scope, contains, container_key, start_of
+from .module_index import LOOP_TYPES, Scope, contains, container_key, if_arms, key_bases, start_of
 from .names import dotted, words
 
 DETACHING_HELPER_WORDS = frozenset({"detach", "repackage", "truncate", "cut", "stop"})
@@ -202,9 +202,7 @@ def _rebound_earlier_in_iteration(analysis, scope: Scope, loop, key: str, stmt) 
     both arms of an ``if``/``else``)? Rebinding its base counts too: after ``action =
     actor(s)``, ``action.grad`` belongs to this iteration's tensor."""
     arms = {}
-    parts = key.split(".")
-    bases = [".".join(parts[:end]) for end in range(1, len(parts))]
-    for d in [d for k in [key] + bases for d in scope.defs_of(k) if k == key or d.kind == "assign"]:
+    for d in [d for k in [key] + key_bases(key) for d in scope.defs_of(k) if k == key or d.kind == "assign"]:
         if d.stmt is stmt or not contains(loop, d.stmt) or isinstance(d.stmt, LOOP_TYPES):
             continue
         if (d.stmt.lineno, d.stmt.col_offset) >= (stmt.lineno, stmt.col_offset):
@@ -259,12 +257,7 @@ def _same_guard_before(analysis, scope: Scope, loop, first, second) -> bool:
 
 def _if_tests_holding(blocks, stmt) -> List[ast.AST]:
     """The tests of the ``if`` statements among ``blocks`` whose body (not ``else``) holds ``stmt``."""
-    out = []
-    for block in blocks:
-        owner = getattr(block, "owner", None)
-        if isinstance(owner, ast.If) and any(s is stmt or contains(s, stmt) for s in owner.body):
-            out.append(owner.test)
-    return out
+    return [owner.test for owner, in_body in if_arms(blocks, stmt) if in_body]
 
 
 def _rebound_in(scope: Scope, loop, test) -> bool:
@@ -272,12 +265,7 @@ def _rebound_in(scope: Scope, loop, test) -> bool:
     keys = {dotted(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute))} - {None}
     if any(isinstance(n, ast.Call) for n in ast.walk(test)):
         return True  # a call may answer differently each time
-    for key in keys:
-        parts = key.split(".")
-        for i in range(1, len(parts) + 1):
-            if any(contains(loop, d.stmt) for d in scope.defs_of(".".join(parts[:i]))):
-                return True
-    return False
+    return any(contains(loop, d.stmt) for key in keys for k in key_bases(key) + [key] for d in scope.defs_of(k))
 
 
 def initial_value(analysis, scope: Scope, loop, key: str) -> Optional[ast.AST]:

@@ -13,7 +13,7 @@ import ast
 from typing import Optional
 
 from .eval_callers import scope_of_caller
-from .module_index import calls_named
+from .module_index import calls_named, own_nodes
 from .project import MAX_CALL_SITES
 
 # Reading these off a tensor keeps nothing of its graph.
@@ -67,7 +67,7 @@ def _dropped_at(analysis, scope, call, stmt) -> Optional[int]:
     for other in scope.statements:
         if other is stmt:
             continue
-        for node in _own_nodes(other):
+        for node in own_nodes(other):
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
                 if any(d.stmt is stmt for d in analysis.flow.reaching(scope, name, other)):
                     uses.append((node, other))
@@ -77,13 +77,6 @@ def _dropped_at(analysis, scope, call, stmt) -> Optional[int]:
         if not _drops(node, other):
             return None
     return uses[0][1].lineno
-
-
-def _own_nodes(stmt):
-    """The nodes of a statement's own expressions, not of the statements nested in it."""
-    for child in ast.iter_child_nodes(stmt):
-        if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
-            yield from ast.walk(child)
 
 
 def _drops(node, stmt) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
 from .callers import resolved_refs
-from .module_index import Scope, contains, expr_keys, start_of
+from .module_index import Scope, contains, expr_keys, if_arms, start_of
 from .names import dotted, last_name
 from .single_pass import single_iteration_only
 from .summaries import argument_of
@@ -222,12 +222,8 @@ def repeating_loops(analysis, ctx, literal_ranges: bool = True, stmt=None) -> li
 def _on_one_iteration(ctx, loop, stmt) -> bool:
     """Is ``stmt`` in the body of an ``if`` inside ``loop`` whose test holds on one
     iteration at most?"""
-    for block in ctx.blocks:
-        owner = getattr(block, "owner", None)
-        if isinstance(owner, ast.If) and owner is not loop and contains(loop, owner) \
-                and any(contains(s, stmt) for s in owner.body) and single_iteration_only(owner.test, loop):
-            return True
-    return False
+    return any(in_body and owner is not loop and contains(loop, owner) and single_iteration_only(owner.test, loop)
+               for owner, in_body in if_arms(ctx.blocks, stmt))
 
 
 def _fixed_items(analysis, loop, literal_ranges: bool = True) -> bool:
@@ -470,23 +466,32 @@ def never_called(analysis, scope: Scope) -> Optional[str]:
     dead code, a helper whose only calls are commented out, or one kept for the interactive
     prompt. No repetition of it is in view. In a module that is not a script, only when the
     linted files hold modules that import it: they are its users, and none uses this one."""
+    if not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
+        return None
+    if not unreferenced(analysis, scope.name):
+        return None
+    return f"nothing in the linted files calls `{scope.name}`"
+
+
+def unreferenced(analysis, name: str) -> bool:
+    """Does nothing in the linted files call, import or name the module-level ``name``
+    (a function or a class of ``analysis``'s module)? In a module that is not a script,
+    only when the linted files hold modules that import it: they are its users."""
     project = analysis.project
-    if project is None or not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
-        return None
-    if project.call_sites(scope.name):
-        return None
-    if not _is_script(analysis.index.tree):
+    if project is None or project.call_sites(name):
+        return False
+    if not is_script(analysis.index.tree):
         module = analysis.index.module_name
         if not project.importers_of_module(module):
-            return None  # no user of this module is linted (one file in an editor or a hook): unknown
-        if project.name_imported(module, scope.name):
-            return None  # imported by another module, which may hand it on as a value
+            return False  # no user of this module is linted (one file in an editor or a hook): unknown
+        if project.name_imported(module, name):
+            return False  # imported by another module, which may hand it on as a value
     for node in ast.walk(analysis.index.tree):
-        if isinstance(node, ast.Name) and node.id == scope.name:
-            return None  # handed on as a value (a callback, a registry entry)
-        if isinstance(node, ast.Attribute) and node.attr == scope.name:
-            return None
-    return f"nothing in the linted files calls `{scope.name}`"
+        if isinstance(node, ast.Name) and node.id == name:
+            return False  # handed on as a value (a callback, a registry entry)
+        if isinstance(node, ast.Attribute) and node.attr == name:
+            return False
+    return True
 
 
 def dispatched_once(analysis, scope: Scope) -> Optional[str]:
@@ -518,7 +523,7 @@ def dispatched_once(analysis, scope: Scope) -> Optional[str]:
     return f"`{scope.name}` is an argparse command (`set_defaults(func={scope.name})`), run once per process"
 
 
-def _is_script(tree) -> bool:
+def is_script(tree) -> bool:
     for stmt in tree.body:
         if isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare) \
                 and any(isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(stmt.test)):

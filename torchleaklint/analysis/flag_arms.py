@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from .callers import calls_reaching
-from .module_index import Scope, contains, start_of
+from .module_index import Scope, contains, if_arms, start_of
 from .names import dotted, last_name
 from .summaries import argument_of, parameter_defaults, passed_parameters
 
@@ -65,15 +65,9 @@ def ruled_out_by(analysis, stmt, node, bindings: Dict[str, object]):
     ctx = analysis.index.ctx(stmt) if stmt is not None else None
     if ctx is None:
         return None
-    for block in ctx.blocks:
-        owner = getattr(block, "owner", None)
-        if not isinstance(owner, ast.If):
-            continue
+    for owner, in_body in if_arms(ctx.blocks, node):
         truth = _evaluate(owner.test, bindings)
-        if truth is _UNKNOWN:
-            continue
-        in_body = any(contains(s, node) for s in owner.body)
-        if truth is not in_body:  # the arm holding it is never taken
+        if truth is not _UNKNOWN and truth is not in_body:  # the arm holding it is never taken
             return owner.test
     return None
 
@@ -234,10 +228,7 @@ def dead_arm(analysis, scope: Scope, stmt) -> Optional[ast.AST]:
     if ctx is None:
         return None
     bindings: Dict[str, object] = {}
-    for block in ctx.blocks:
-        owner = getattr(block, "owner", None)
-        if not isinstance(owner, ast.If):
-            continue
+    for owner, _ in if_arms(ctx.blocks, stmt):
         for name in {n.id for n in ast.walk(owner.test) if isinstance(n, ast.Name)}:
             defs = analysis.flow.reaching(scope, name, owner)
             if defs and all(d.kind == "assign" and d.index is None and isinstance(d.value, ast.Constant)

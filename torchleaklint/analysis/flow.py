@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List, Optional, Set, Tuple
 
-from .module_index import LOOP_TYPES, Def, Scope, contains, start_of
+from .module_index import LOOP_TYPES, Def, Scope, contains, key_bases, start_of
 
 
 class Flow:
@@ -61,9 +61,7 @@ class Flow:
             killers = [k for k in out if k.kind != "param" and self.dominates(k, use_stmt)]
             # ``action = actor(s)`` at the top of the iteration makes ``action.grad`` a new
             # object's: rebinding a base kills what the previous iteration bound to its attributes.
-            parts = key.split(".")
-            for end in range(1, len(parts)):
-                base = ".".join(parts[:end])
+            for base in key_bases(key):
                 killers.extend(k for k in scope.defs_of(base) if k.kind == "assign" and k.start < use_pos
                                and not isinstance(k.stmt, LOOP_TYPES) and self.dominates(k, use_stmt))
             for d in defs:

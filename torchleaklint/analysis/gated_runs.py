@@ -25,7 +25,7 @@ from typing import Dict, List, Optional
 
 from .callers import calls_reaching
 from .flag_arms import evaluate
-from .module_index import Scope, contains
+from .module_index import Scope, if_arms
 from .names import dotted
 from .single_pass import single_iteration_only
 from .summaries import argument_of, parameter_defaults
@@ -101,54 +101,50 @@ def _private(name: str) -> bool:
 def _global_never_true(analysis, name: str) -> bool:
     """``_log_tabular_only = False`` at module level, and every function that declares it
     ``global`` stores a false constant or a parameter its callers leave false."""
-    tree = analysis.index.tree
     stores = 0
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                if isinstance(node, ast.AugAssign) or not (isinstance(node.value, ast.Constant) and not node.value.value):
-                    return False
-                stores += 1
+    for node in analysis.index.tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and _stores_to(node, name):
+            if not _stores_false(analysis, None, node):
+                return False
+            stores += 1
     for scope in analysis.index.scopes:
         if not scope.is_function or not any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(scope.node)):
             continue
         for node in ast.walk(scope.node):
-            targets = node.targets if isinstance(node, ast.Assign) else (
-                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else [])
-            if not any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                continue
-            value = getattr(node, "value", None)
-            if isinstance(node, (ast.AugAssign, ast.For)) or value is None:
+            if _stores_to(node, name) and not _stores_false(analysis, scope, node):
                 return False
-            if isinstance(value, ast.Constant) and not value.value:
-                continue
-            if isinstance(value, ast.Name) and value.id in scope.params and _param_never_true(analysis, scope, value.id, 0):
-                continue
-            return False
     return stores > 0
 
 
 def _never_true(analysis, cls: str, attr: str) -> bool:
+    """Does every store of ``self.<attr>`` in the class store a false value?"""
     stores = 0
     for method in analysis.index.methods(cls):
         for node in ast.walk(method.node):
-            targets = node.targets if isinstance(node, ast.Assign) else (
-                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-            for target in targets:
-                if isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name) \
-                        and target.value.id == "self":
-                    stores += 1
-                    value = node.value
-                    if isinstance(node, ast.AugAssign) or value is None:
-                        return False
-                    if isinstance(value, ast.Constant) and not value.value:
-                        continue
-                    if isinstance(value, ast.Name) and value.id in method.params \
-                            and _param_never_true(analysis, method, value.id, 0):
-                        continue
+            if _stores_to(node, f"self.{attr}"):
+                if not _stores_false(analysis, method, node):
                     return False
+                stores += 1
     return stores > 0
+
+
+def _stores_to(node, key: str) -> bool:
+    """Is ``node`` a statement that binds ``key`` (a name, or ``self.attr``)?"""
+    targets = node.targets if isinstance(node, ast.Assign) else (
+        [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else [])
+    return any(dotted(t) == key for t in targets)
+
+
+def _stores_false(analysis, scope: Optional[Scope], node) -> bool:
+    """Does the binding ``node`` store a false constant, or a parameter of ``scope`` that
+    every caller leaves false?"""
+    value = getattr(node, "value", None)
+    if isinstance(node, (ast.AugAssign, ast.For)) or value is None:
+        return False
+    if isinstance(value, ast.Constant):
+        return not value.value
+    return scope is not None and isinstance(value, ast.Name) and value.id in scope.params \
+        and _param_never_true(analysis, scope, value.id, 0)
 
 
 def _param_never_true(analysis, scope: Scope, param: str, depth: int) -> bool:
@@ -197,13 +193,10 @@ def _arm_conditions(ctx, stmt) -> List[ast.AST]:
     """The tests of the ``if`` arms around ``stmt`` (negated for an ``else``), split into
     the parts of an ``and`` that must all hold."""
     out: List[ast.AST] = []
-    for block in ctx.blocks:
-        owner = getattr(block, "owner", None)
-        if not isinstance(owner, ast.If):
-            continue
-        if any(contains(s, stmt) for s in owner.body):
+    for owner, in_body in if_arms(ctx.blocks, stmt):
+        if in_body:
             out.extend(_conjuncts(owner.test))
-        elif any(contains(s, stmt) for s in owner.orelse):
+        else:
             out.append(ast.UnaryOp(op=ast.Not(), operand=owner.test))
     return out
 
@@ -282,14 +275,8 @@ def _arm_facts(ctx, stmt) -> Dict[str, bool]:
     facts: Dict[str, bool] = {}
     if ctx is None:
         return facts
-    for block in ctx.blocks:
-        owner = getattr(block, "owner", None)
-        if not isinstance(owner, ast.If):
-            continue
-        if any(contains(s, stmt) for s in owner.body):
-            _learn(owner.test, True, facts)
-        elif any(contains(s, stmt) for s in owner.orelse):
-            _learn(owner.test, False, facts)
+    for owner, in_body in if_arms(ctx.blocks, stmt):
+        _learn(owner.test, in_body, facts)
     return facts
 
 

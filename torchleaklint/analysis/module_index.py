@@ -131,6 +131,28 @@ def walk_nodes(root: ast.AST) -> List[ast.AST]:
     return out
 
 
+def own_nodes(stmt: ast.AST):
+    """The nodes of a statement's own expressions, not of the statements nested in it."""
+    for child in ast.iter_child_nodes(stmt):
+        if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+            yield from ast.walk(child)
+
+
+def if_arms(blocks, node: ast.AST):
+    """(the ``if`` statement, whether ``node`` is in its body rather than its ``else``) for
+    each ``if`` among ``blocks``, the blocks around ``node`` (a statement context's)."""
+    for block in blocks:
+        owner = getattr(block, "owner", None)
+        if isinstance(owner, ast.If):
+            yield owner, any(contains(s, node) for s in owner.body)
+
+
+def key_bases(key: str) -> List[str]:
+    """The keys an attribute key hangs from: ``a.b.c`` gives ``a`` and ``a.b``."""
+    parts = key.split(".")
+    return [".".join(parts[:end]) for end in range(1, len(parts))]
+
+
 def expr_keys(expr: Optional[ast.AST]) -> Set[str]:
     """Names and dotted paths an expression reads (``self.x`` gives ``self.x``)."""
     out: Set[str] = set()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from .module_index import own_nodes
 from .names import dotted
 
 _TORCH_ROOTS = ("torch", "th")
@@ -47,7 +48,7 @@ def bound_then_read_as_numpy(analysis, scope, call: ast.Call, stmt: ast.AST) -> 
     for other in scope.statements:
         if other is stmt or (other.lineno, other.col_offset) <= (stmt.lineno, stmt.col_offset):
             continue
-        for node in _own_nodes(other):
+        for node in own_nodes(other):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "numpy" and not node.args):
                 continue
@@ -58,12 +59,6 @@ def bound_then_read_as_numpy(analysis, scope, call: ast.Call, stmt: ast.AST) -> 
     # Each element of an unpacked output proves only itself: ``action, _, dist = actor(obs)``
     # with ``action.cpu().numpy()`` says the sampled action has no graph, not ``dist``.
     return proven == names
-
-
-def _own_nodes(stmt):
-    for child in ast.iter_child_nodes(stmt):
-        if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
-            yield from ast.walk(child)
 
 
 def _named_root(node, name: str):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 from typing import FrozenSet, Optional, Tuple
 
+from .summaries import argument_of, passed_parameters
+
 MAX_CLASSES = 6
 _PLAIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "None", "Optional", "List", "Dict", "Tuple", "Set",
                           "list", "dict", "tuple", "set", "Sequence", "Mapping", "Union", "Final"})
@@ -45,12 +47,14 @@ def plain_construction_args(caller, class_ref: Tuple[str, str], construction: as
     init = next((m for m in analysis.index.methods(class_ref[1]) if m.name == "__init__"), None) if analysis else None
     if init is None or not scope.is_function:
         return frozenset()
-    params = [a.arg for a in init.node.args.posonlyargs + init.node.args.args][1:]
-    passed = dict(zip(params, construction.args)) if not any(isinstance(a, ast.Starred) for a in construction.args) else {}
-    passed.update((k.arg, k.value) for k in construction.keywords if k.arg is not None)
     annotated = _plainly_annotated(scope.node)
+    passed = {name: argument_of(construction, init, name) for name in passed_parameters(init) + _keyword_only(init)}
     return frozenset(name for name, value in passed.items()
-                     if _plain(value, annotated, caller.index.imports, scope))
+                     if value is not None and _plain(value, annotated, caller.index.imports, scope))
+
+
+def _keyword_only(func_scope) -> list:
+    return [a.arg for a in func_scope.node.args.kwonlyargs]
 
 
 def _holds_no_parameters(project, class_ref, plain_args=frozenset()) -> bool:

@@ -9,31 +9,17 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .figures import _is_script
+from .figures import unreferenced
 
 
 def never_built(analysis, class_name: str) -> Optional[str]:
     project = analysis.project
-    if project is None or class_name not in analysis.index.classes:
+    if project is None or class_name not in analysis.index.classes or not unreferenced(analysis, class_name):
         return None
-    if project.call_sites(class_name):
-        return None
-    module = analysis.index.module_name
-    if not _is_script(analysis.index.tree):
-        if not project.importers_of_module(module):
-            return None  # no user of this module is linted (one file in an editor or a hook): unknown
-        if project.name_imported(module, class_name):
-            return None
     for table in project.tables.values():
         for bases in table.classes.values():
             if any(base.rsplit(".", 1)[-1] == class_name for base in bases):
                 return None  # a subclass may be built
-    definition = analysis.index.classes[class_name]
-    for node in ast.walk(analysis.index.tree):
-        if isinstance(node, ast.Name) and node.id == class_name:
-            return None  # handed on as a value (a registry, a factory argument)
-        if isinstance(node, ast.Attribute) and node.attr == class_name:
-            return None
-        if isinstance(node, ast.Constant) and node.value == class_name and node is not definition:
-            return None  # built by name (``getattr(module, "Logger")``, a config string)
+    if any(isinstance(node, ast.Constant) and node.value == class_name for node in ast.walk(analysis.index.tree)):
+        return None  # built by name (``getattr(module, "Logger")``, a config string)
     return f"nothing in the linted files builds `{class_name}`"

@@ -409,12 +409,12 @@ def _ancestor_graph_before_loop(analysis, scope, site, region, limit: int = 96) 
             if d.kind == "assign" and value is not None and not _makes_leaf(value) \
                     and (analysis.graph.carrying(value, d.stmt) is not None
                          or _joins_graphs(analysis, scope, value, d.stmt)
-                         or _view_of_graph_argument(analysis, scope, value)):
+                         or _filled_by_caller_with_graph(analysis, scope, value)):
                 return True
     return False
 
 
-def _view_of_graph_argument(analysis, scope, value) -> bool:
+def _filled_by_caller_with_graph(analysis, scope, value) -> bool:
     """``hyp = hyp.view(-1, n)`` of a parameter a caller fills with a model's output
     (``self.batch_loss_backward(criterion, model(src), gold)``): a backward through a slice
     of it needs the caller's graph, so every chunk but the last must retain it."""

@@ -661,8 +661,7 @@ def _parameterless_module(analysis, call, scope, stmt) -> bool:
         return False
     built = call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr == "forward" else call.func
     if isinstance(built, ast.Call):  # ``Layer(...).forward(x)``, ``Layer(...)(x)``: built where it runs
-        name = dotted(built.func)
-        cls = project.resolve_class(analysis.index.module_name, name) if name else None
+        cls = analysis.graph.kinds.resolve_class(built.func, scope)
         return cls is not None and holds_no_parameters(project, cls, plain_construction_args(analysis, cls, built, scope))
     cls = called_class(analysis.graph.kinds, call, scope, stmt)
     return cls is not None and holds_no_parameters(project, cls)
