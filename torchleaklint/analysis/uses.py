@@ -14,6 +14,9 @@ NUMERIC = "numeric"  # every use works on a Python number
 TENSOR = "tensor"  # some use needs a tensor (torch.*, tensor methods)
 UNKNOWN = "unknown"  # some use escapes the analysis (returned, passed to unknown code)
 
+# Builtins whose result is of the kind of what they are given (an element of a list, the
+# value itself): ``sum(losses).item()`` needs the elements to stay tensors.
+ELEMENT_CALLS = frozenset({"sum", "min", "max", "abs"})
 NUMERIC_CALLS = frozenset({"sum", "len", "print", "float", "int", "round", "str", "repr", "format", "min", "max",
                            "sorted", "list", "tuple", "enumerate", "zip", "abs", "isinstance", "bool", "mean", "median",
                            "stdev", "fmean", "append", "extend", "add_scalar", "add_scalars", "log", "log_metrics",
@@ -104,6 +107,9 @@ def _classify(analysis, scope, stmt, node, parents, container, depth) -> Tuple[s
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if qual.startswith(TENSOR_NAMESPACES):
             return TENSOR, f"`{qual}` receives it at line {line}"
+        if not qual and name in ELEMENT_CALLS and parent.args and parent.args[0] is child:
+            # ``sum(losses) / n`` is one of the elements' kind: judge it by how it is used next
+            return _classify(analysis, scope, stmt, parent, parents[:-1], False, depth)
         if qual.startswith(("numpy.", "math.", "statistics.")) or name in NUMERIC_CALLS:
             return NUMERIC, None
         return UNKNOWN, f"it is passed to `{dotted(func) or name}` at line {line}"
