@@ -244,7 +244,8 @@ for x in batches:
     def _comprehension_keeps(self, ctx, scope):
         """``outputs = [model.validation_step(b) for b in loader]`` where no backward runs:
         the list holds one graph per element, with the activations saved for a backward
-        that never comes."""
+        that never comes. A comprehension inside a loop of the function is rebuilt on
+        every iteration and holds one iteration's values: no growth to report."""
         analysis = ctx.analysis
         if not _no_backward_outside_modules(analysis, scope):
             return
@@ -253,6 +254,9 @@ for x in batches:
                     and isinstance(stmt.value, ast.ListComp)):
                 continue
             key = stmt.targets[0].id
+            placed = analysis.index.ctx(stmt)
+            if placed is not None and placed.loops:
+                continue  # rebuilt on every iteration: one iteration's values, no growth (grad mode is TLL009's)
             evidence = analysis.graph.carrying(stmt.value, stmt)
             if evidence is None or evidence.strength == CONVENTION:
                 continue
