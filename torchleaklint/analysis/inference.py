@@ -47,7 +47,7 @@ def graph_stays_inside(analysis, scope: Scope, depth: int = 0, graph=None, but_r
         if isinstance(stmt, ast.Return) and stmt.value is not None and not but_returns:
             # What leaves must be free of graphs by its own spelling (``.item()``, ``.data``,
             # ``.numpy()``...): the oracle failing to prove a graph is not proof of none.
-            if graph.carrying(stmt.value, stmt) is not None or not _spelled_graph_free(analysis, scope, stmt.value,
+            if graph.carrying(stmt.value, stmt) is not None or not spelled_graph_free(analysis, scope, stmt.value,
                                                                                         stmt):
                 return None
         elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
@@ -71,13 +71,13 @@ def _holds_graph(analysis, scope: Scope, graph, value, stmt) -> bool:
     constructor the oracle cannot see into), unless spelled graph-free?"""
     if graph.carrying(value, stmt) is not None:
         return True
-    if _spelled_graph_free(analysis, scope, value, stmt):
+    if spelled_graph_free(analysis, scope, value, stmt):
         return False
     return any(graph.carrying(node, stmt) is not None for node in ast.walk(value)
                if node is not value and isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)))
 
 
-def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> bool:
+def spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> bool:
     """Is ``expr`` free of any graph by how it is written: a constant, a chain through a
     detaching method or attribute (``q.max(1)[1].data[0]``, ``out.cpu().numpy()``), a
     draw (``sample()``) from anything but a model, a Python conversion, or a name every
@@ -87,15 +87,15 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
     if depth > 4:
         return False
     if isinstance(expr, (ast.Tuple, ast.List)):
-        return all(_spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in expr.elts)
+        return all(spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in expr.elts)
     if isinstance(expr, ast.Dict):
-        return all(_spelled_graph_free(analysis, scope, v, stmt, depth + 1) for v in expr.values)
+        return all(spelled_graph_free(analysis, scope, v, stmt, depth + 1) for v in expr.values)
     if isinstance(expr, ast.UnaryOp):  # ``-(p * log_p).sum().item()``
-        return _spelled_graph_free(analysis, scope, expr.operand, stmt, depth + 1)
+        return spelled_graph_free(analysis, scope, expr.operand, stmt, depth + 1)
     if isinstance(expr, ast.BinOp):  # ``loss.item() / n``
-        return all(_spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in (expr.left, expr.right))
+        return all(spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in (expr.left, expr.right))
     if isinstance(expr, ast.IfExp):  # ``a.cpu().numpy() if deterministic else b.cpu().numpy()``
-        return all(_spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in (expr.body, expr.orelse))
+        return all(spelled_graph_free(analysis, scope, e, stmt, depth + 1) for e in (expr.body, expr.orelse))
     node = expr
     while True:
         if _explicitly_detached(node):  # a constant, ``.item()``, ``.data``, ``float(x)`` on the chain
@@ -108,7 +108,7 @@ def _spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> b
             if qual.split(".")[0] in ("numpy", "math", "statistics", "random"):
                 return True  # a NumPy array or a Python number
             if qual.startswith("torch.") and node.args and all(
-                    _spelled_graph_free(analysis, scope, a, stmt, depth + 1) for a in node.args):
+                    spelled_graph_free(analysis, scope, a, stmt, depth + 1) for a in node.args):
                 return True  # ``F.softmax(logits.detach(), dim=1)``: a torch function of graph-free inputs
             if _project_function_graph_free(analysis, scope, node, stmt, depth):
                 return True  # ``utils.to_np(action)``: a helper whose every return is graph-free
@@ -132,12 +132,12 @@ def _def_graph_free(analysis, scope: Scope, key: str, d, depth: int) -> bool:
     value, an empty container filled only with such values, or the target of a ``for`` over
     such an iterable (``for sample in G(z).data.cpu().numpy(): ...``)?"""
     if d.kind == "for":
-        return d.value is not None and _spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
+        return d.value is not None and spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
     if d.kind != "assign" or d.index is not None:
         return False
     if _empty_container(d.value):
         return _filled_graph_free(analysis, scope, key, d.value, depth)
-    return (_spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
+    return (spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
             or _filled_graph_free(analysis, scope, key, d.value, depth))
 
 
@@ -161,7 +161,7 @@ def _filled_graph_free(analysis, scope: Scope, key: str, value, depth: int) -> b
     else:
         return False
     stores = stores_into(analysis, scope, key)
-    return bool(stores) and all(_spelled_graph_free(analysis, scope, site.value, site.stmt, depth + 1)
+    return bool(stores) and all(spelled_graph_free(analysis, scope, site.value, site.stmt, depth + 1)
                                 for site in stores)
 
 
@@ -184,7 +184,7 @@ def _project_function_graph_free(analysis, scope: Scope, call: ast.Call, stmt, d
         callee_analysis, callee = found
         returns = [node for node in walk_nodes(callee.node) if isinstance(node, ast.Return)]
         if not returns or not all(
-                r.value is None or _spelled_graph_free(callee_analysis, callee, r.value, r, depth + 1)
+                r.value is None or spelled_graph_free(callee_analysis, callee, r.value, r, depth + 1)
                 for r in returns):
             return False
     return True
@@ -201,7 +201,7 @@ def _carried_by(analysis, scope: Scope, graph, value, stmt, from_calls: set) -> 
     if graph.carrying(value, stmt) is not None:
         return True
     return _may_carry(analysis, scope, graph, value, stmt, from_calls) and \
-        not _spelled_graph_free(analysis, scope, value, stmt)
+        not spelled_graph_free(analysis, scope, value, stmt)
 
 
 def _is_module(analysis, scope: Scope, node, stmt) -> bool:

@@ -10,6 +10,7 @@ of the key is visible.
 from __future__ import annotations
 
 import ast
+import os
 from typing import Optional, Tuple
 
 from .argument_derived import parameters_behind
@@ -86,7 +87,7 @@ def _forwards_by_arity(oracle, stmt) -> list:
     key = ("forward-by-arity", own, arity)
     if key not in project.memo:
         found = []
-        for module in [own] + sorted(project.imported_modules(own) - {own}):
+        for module in [own] + sorted(_imported_with_packages(project, own) - {own}):
             table = project.tables.get(module)
             for cls in (table.classes if table is not None else ()):
                 if not project.is_module_class(module, cls):
@@ -94,11 +95,49 @@ def _forwards_by_arity(oracle, stmt) -> list:
                 refs = project.methods_in_hierarchy(module, cls, "forward")
                 entry = project.scope_for(refs[0]) if len(refs) == 1 else None
                 if entry is not None and entry[1].returns and all(
-                        isinstance(r, ast.Tuple) and len(r.elts) == arity for r in entry[1].returns) \
+                        _returns_tuple_of(entry[0], entry[1], r, arity) for r in entry[1].returns) \
                         and entry not in found:
                     found.append(entry)
         project.memo[key] = found if len(found) <= MAX_ARITY_CANDIDATES else []
     return project.memo[key]
+
+
+def _returns_tuple_of(analysis, scope: Scope, expr, arity: int) -> bool:
+    """Is the returned ``expr`` a tuple of ``arity`` items, or a call of project functions
+    that each return only such tuples (``return self.metric(logits, labels)``)?"""
+    if isinstance(expr, ast.Tuple):
+        return len(expr.elts) == arity
+    if not isinstance(expr, ast.Call) or analysis.project is None:
+        return False
+    at = stmt_of(analysis, scope, expr)
+    refs = analysis.graph.kinds.resolve_functions(expr.func, scope, at) if at is not None else []
+    if not refs or len(refs) > MAX_ARITY_CANDIDATES:
+        return False
+    for ref in refs:
+        found = analysis.project.scope_for(ref)
+        if found is None or not found[1].returns or not all(
+                isinstance(r, ast.Tuple) and len(r.elts) == arity for r in found[1].returns):
+            return False
+    return True
+
+
+def _imported_with_packages(project, module: str) -> set:
+    """The modules ``module`` imports, and for an imported package the modules its
+    ``__init__`` imports (``import models`` where ``models/__init__.py`` does ``from .
+    import meta_baseline``: the classes a registry there builds); and the modules imported
+    by the scripts that import ``module`` (``main.py`` imports ``network`` and ``trainer``
+    and hands ``trainer`` a ``network.GNet``)."""
+    found = set(project.imported_modules(module))
+    for importer in project.importers_of_module(module)[:MAX_IMPORTERS]:
+        found |= project.imported_modules(importer)
+    for imported in list(found):
+        table = project.tables.get(imported)
+        if table is not None and table.path and os.path.basename(table.path) == "__init__.py":
+            found |= project.imported_modules(imported)
+    return found
+
+
+MAX_IMPORTERS = 4  # importers whose imports are searched for module classes
 
 
 def _unwrapped(oracle, func, scope: Scope, stmt):
@@ -187,6 +226,12 @@ def _position_free_in(oracle, forward, call, index: int, scope: Scope, stmt) -> 
     analysis, fscope = forward
     found = False
     for expr in fscope.returns:
+        if isinstance(expr, ast.Call):
+            # ``return self.metric(logits, labels)``: the tuple a helper of the project returns
+            if not _helper_position_free(analysis, fscope, expr, index):
+                return False
+            found = True
+            continue
         if not isinstance(expr, ast.Tuple) or index >= len(expr.elts) or any(
                 isinstance(e, ast.Starred) for e in expr.elts):
             return False
@@ -204,14 +249,36 @@ def _position_free_in(oracle, forward, call, index: int, scope: Scope, stmt) -> 
     return found
 
 
-def _spelled_graph_free(analysis, fscope: Scope, item, at) -> bool:
-    from .graph import _explicitly_detached
+def _helper_position_free(analysis, scope: Scope, call: ast.Call, index: int) -> bool:
+    """Is item ``index`` of every tuple the called project function returns graph-free by
+    its spelling (``return loss, torch.mean((preds == labels).float())``)?"""
+    at = stmt_of(analysis, scope, call)
+    if at is None or analysis.project is None:
+        return False
+    refs = analysis.graph.kinds.resolve_functions(call.func, scope, at)
+    if not refs or len(refs) > MAX_ARITY_CANDIDATES:
+        return False
+    for ref in refs:
+        found = analysis.project.scope_for(ref)
+        if found is None or not found[1].returns:
+            return False
+        callee_analysis, callee = found
+        for expr in callee.returns:
+            where = stmt_of(callee_analysis, callee, expr)
+            if where is None or not isinstance(expr, ast.Tuple) or index >= len(expr.elts) or any(
+                    isinstance(e, ast.Starred) for e in expr.elts) \
+                    or not _spelled_graph_free(callee_analysis, callee, expr.elts[index], where):
+                return False
+    return True
 
-    if isinstance(item, ast.Name):
-        defs = analysis.flow.reaching(fscope, item.id, at)
-        return bool(defs) and all(d.kind == "assign" and d.index is None and _explicitly_detached(d.value)
-                                  for d in defs)
-    return _explicitly_detached(item)
+
+def _spelled_graph_free(analysis, fscope: Scope, item, at) -> bool:
+    """``acc.item()``, ``(preds == labels).float()``, a name bound only to such values, or
+    a call of a project function whose every return is spelled so (``acc =
+    utils.compute_acc(logits, y)`` returning ``(...).mean().item()``)."""
+    from .inference import spelled_graph_free
+
+    return spelled_graph_free(analysis, fscope, item, at)
 
 
 def _arguments_graph_free(oracle, call: ast.Call, fscope: Scope, params, scope: Scope, stmt) -> bool:
