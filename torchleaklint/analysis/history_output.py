@@ -25,14 +25,45 @@ WHOLE_CONVERSIONS = frozenset({"array", "asarray", "stack", "concatenate", "list
 
 def written_out_whole(tree: ast.AST, key: str) -> Optional[int]:
     """Line of a call that plots or writes the whole list ``key`` (``self.x`` or a module
-    name), or None."""
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or last_name(node.func) not in OUTPUT_CALLS:
-            continue
-        for arg in list(node.args) + [k.value for k in node.keywords]:
-            if _whole(arg, key):
-                return node.lineno
+    name), directly or through a local name bound to it whole (``positions =
+    np.array([np.concatenate(self.preds), ...]); np.save(path, positions)``), or None."""
+    for body in _bodies(tree):
+        bound = None
+        for node in _own_walk(body):
+            if not isinstance(node, ast.Call) or last_name(node.func) not in OUTPUT_CALLS:
+                continue
+            for arg in list(node.args) + [k.value for k in node.keywords]:
+                if _whole(arg, key):
+                    return node.lineno
+                if isinstance(arg, ast.Name):
+                    if bound is None:
+                        bound = _names_bound_whole(body, key)
+                    if arg.id in bound:
+                        return node.lineno
     return None
+
+
+def _bodies(tree: ast.AST):
+    """The module and every function in it, each walked without the functions it holds."""
+    yield tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+
+
+def _own_walk(body: ast.AST):
+    stack = list(ast.iter_child_nodes(body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _names_bound_whole(body: ast.AST, key: str) -> frozenset:
+    return frozenset(t.id for node in _own_walk(body) if isinstance(node, ast.Assign) and _whole(node.value, key)
+                     for t in node.targets if isinstance(t, ast.Name))
 
 
 def _whole(expr, key: str) -> bool:
