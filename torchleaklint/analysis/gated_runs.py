@@ -25,6 +25,7 @@ from typing import Dict, List, Optional
 
 from .callers import calls_reaching
 from .flag_arms import evaluate
+from .latches import switched_off_after
 from .module_index import Scope, if_arms
 from .names import dotted
 from .single_pass import single_iteration_only
@@ -55,6 +56,9 @@ def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()
         return None
     if not scope.is_function:
         return "run at module level, outside any loop"
+    latch = switched_off_after(analysis, scope, stmt)
+    if latch:
+        return latch
     if depth >= MAX_DEPTH or _called_implicitly(scope):
         return None
     sites = [site for site in calls_reaching(analysis, scope, MAX_SITES)
