@@ -8,7 +8,7 @@ from ..analysis.callers import argument_evidence
 from ..analysis.carried import carried_states
 from ..analysis.module_index import calls_named, contains, expr_keys, start_of
 from ..analysis.stores import all_stores
-from ..analysis.summaries import stmt_of
+from ..analysis.summaries import argument_of, stmt_of
 from .base import Invalid, Rule, RuleContext
 
 
@@ -128,7 +128,8 @@ for x, y in batches:
                 if later or _graph_built_outside(analysis, scope, site, stmt, region) \
                         or _released(analysis, scope, site, region) \
                         or _handed_to_backward(analysis, scope, site, outer) \
-                        or (not ctx_.loops and _returned_for_backward(analysis, scope, site)):
+                        or (not ctx_.loops and _returned_for_backward(analysis, scope, site)) \
+                        or (not ctx_.loops and _caller_backpropagates_later(analysis, scope, site)):
                     continue
                 carried = [state for l in ctx_.loops for state in carried_states(analysis, scope, l)]
                 written = _as_written(site.call)
@@ -298,6 +299,43 @@ def _returned_for_backward(analysis, scope, site) -> bool:
         returned = _names_behind(analysis, scope, expr_keys(expr), stmt)
         if returned is None or returned & mine:
             return True  # computed from the retained graph, or too long a chain to say it is not
+    return False
+
+
+MAX_CALLERS = 8  # call sites of a helper judged
+
+
+def _caller_backpropagates_later(analysis, scope, site) -> bool:
+    """The helper differentiates values its caller hands it (``calculate_lambda(
+    perceptual_loss, gan_loss)`` running ``autograd.grad(..., retain_graph=True)`` on each),
+    and a caller runs a backward later in the same iteration through a graph those values
+    share (``vq_loss = perceptual_loss + q_loss + lam * gan_loss; vq_loss.backward()``):
+    that backward needs what the helper retained."""
+    project = analysis.project
+    keys = set(site.keys)
+    if project is None or not keys or not keys <= set(scope.params):
+        return False
+    judged = 0
+    for found in project.callers(scope.name) or ():
+        if found is None:
+            continue
+        caller_analysis, caller_scope = found
+        for call, stmt in calls_named(caller_scope, scope.name):
+            judged += 1
+            if judged > MAX_CALLERS:
+                return False
+            args = [argument_of(call, scope, key) for key in keys]
+            if any(arg is None for arg in args):
+                continue
+            handed = _names_behind(caller_analysis, caller_scope, {k for a in args for k in expr_keys(a)}, stmt)
+            ctx = caller_analysis.index.ctx(stmt)
+            outer = ctx.loops[0] if ctx is not None and ctx.loops else caller_scope.node
+            for other in caller_scope.backward_sites:
+                if not contains(outer, other.call) or start_of(other.call) <= start_of(call):
+                    continue
+                later = _ancestry(caller_analysis, caller_scope, other)
+                if handed is None or later is None or (handed - {"self"}) & later:
+                    return True
     return False
 
 
