@@ -53,6 +53,8 @@ class Flow:
             out.append(d)
             if self.dominates(d, use_stmt):
                 break
+        if len(out) >= 2 and "." not in key:
+            out = self._past_rebinding_arms(key, use_stmt, out)
         ctx = self.analysis.index.ctx(use_stmt)
         if ctx is not None and ctx.loops:
             outer = ctx.loops[0]
@@ -72,17 +74,45 @@ class Flow:
                     out.append(d)
         return out
 
+    def _past_rebinding_arms(self, key: str, use_stmt, out: List[Def]) -> List[Def]:
+        """Drop the definitions made before an ``if``/``else`` whose every arm rebinds the
+        name (or leaves) on the way to the use: ``if a: loss = loss.item() else: loss, err
+        = (loss.item(), err.item())`` kills the graph-carrying ``loss`` bound before it."""
+        ix = self.analysis.index
+        uctx = ix.ctx(use_stmt)
+        if uctx is None:
+            return out
+        cutoff = None
+        for d in out:
+            dctx = ix.ctx(d.stmt)
+            if dctx is None:
+                continue
+            for block in dctx.blocks:
+                owner = getattr(block, "owner", None)
+                if not isinstance(owner, ast.If) or contains(owner, use_stmt) or (cutoff and start_of(owner) <= cutoff):
+                    continue
+                octx = ix.ctx(owner)
+                if octx is None or len(octx.blocks) > len(uctx.blocks) or any(
+                        a is not b for a, b in zip(octx.blocks, uctx.blocks)):
+                    continue
+                if _arms_rebind(owner, key):
+                    cutoff = start_of(owner)
+        if cutoff is None:
+            return out
+        return [d for d in out if d.start >= cutoff]
+
     def _overwrites(self, later: Def, d: Def, scope: Scope) -> bool:
-        """Does ``later`` rebind the name whenever ``d`` ran? It does when both sit in the
-        same block, ``later`` after ``d``, with no jump (break, continue, return, raise)
-        between them."""
+        """Does ``later`` rebind the name whenever ``d`` ran? It does when ``later`` sits in
+        the block of ``d`` or in one around it (``if gpus > 1: loss = all_reduce(loss)``
+        then ``loss = loss.item()``), after ``d``, with no jump (break, continue, return,
+        raise) between them."""
         if later.kind != "assign" or d.kind == "param" or later.start <= d.start:
             return False
         ix = self.analysis.index
         lctx, dctx = ix.ctx(later.stmt), ix.ctx(d.stmt)
         if lctx is None or dctx is None or lctx.scope is not dctx.scope:
             return False
-        if len(lctx.blocks) != len(dctx.blocks) or not all(a is b for a, b in zip(lctx.blocks, dctx.blocks)):
+        if len(lctx.blocks) > len(dctx.blocks) or not all(a is b for a, b in zip(lctx.blocks, dctx.blocks)):
             return False
         after, before = d.end, later.start
         return not any(after <= start_of(jump) < before for jump in self._jumps(scope))
@@ -168,3 +198,30 @@ class Flow:
     def loop_of(self, stmt) -> Tuple[ast.AST, ...]:
         ctx = self.analysis.index.ctx(stmt)
         return ctx.loops if ctx is not None else ()
+
+
+def _arms_rebind(stmt: ast.If, key: str) -> bool:
+    """Does every arm of the ``if`` (it has an ``else``) rebind ``key`` at its own level,
+    or leave (``return``, ``raise``, ``break``, ``continue``) before reaching its end?"""
+    return bool(stmt.orelse) and _block_rebinds(stmt.body, key) and _block_rebinds(stmt.orelse, key)
+
+
+def _block_rebinds(body, key: str) -> bool:
+    for stmt in body:
+        if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+            return True
+        if isinstance(stmt, ast.Assign) and any(_binds_name(t, key) for t in stmt.targets):
+            return True
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and _binds_name(stmt.target, key):
+            return True
+        if isinstance(stmt, ast.If) and _arms_rebind(stmt, key):
+            return True
+    return False
+
+
+def _binds_name(target, key: str) -> bool:
+    if isinstance(target, ast.Name):
+        return target.id == key
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_binds_name(e, key) for e in target.elts)
+    return False
