@@ -8,6 +8,7 @@ import ast
 from typing import Optional
 
 from .module_index import Scope, calls_named
+from .names import dotted
 from .summaries import argument_for
 
 MAX_SITES = 8
@@ -47,6 +48,9 @@ def _from_calls(analysis, scope: Scope, name: str, position: int, param: str, de
     for call, stmt in calls_named(scope, name):
         if callee is not None and not _fits(call, callee):
             continue  # another function spelled the same: its arguments do not fit this signature
+        if callee is not None and isinstance(call.func, ast.Attribute) \
+                and library_object(analysis, scope, call.func.value, stmt):
+            continue  # ``self.scaler.scale(loss)`` on a GradScaler: a library method of the same name
         arg = argument_for(call, position, param)
         if arg is None:
             continue
@@ -58,6 +62,57 @@ def _from_calls(analysis, scope: Scope, name: str, position: int, param: str, de
             if ev is not None:
                 return ev
     return None
+
+
+def library_object(analysis, scope: Scope, receiver, stmt) -> bool:
+    """Is ``receiver`` (``scaler``, ``self.scaler``) bound only to what a library
+    constructor or function returns (``torch.cuda.amp.GradScaler()``, in the class or a
+    project base class)? Then a method called on it is the library's, whatever project
+    function shares its name."""
+    key = dotted(receiver)
+    project = analysis.project
+    if key is None or project is None:
+        return False
+    if key.startswith("self.") and key.count(".") == 1 and scope.class_name:
+        bindings = _bindings_in_hierarchy(analysis, scope.class_name, key)
+    elif "." not in key:
+        bindings = [(analysis, d) for d in analysis.flow.reaching(scope, key, stmt)]
+    else:
+        return False
+    if not bindings:
+        return False
+    for owner, d in bindings:
+        value = d.value
+        if d.kind != "assign" or d.index is not None or not isinstance(value, ast.Call):
+            return False
+        qual = owner.index.imports.qualname(value.func)
+        if not qual or project.find_module(qual.split(".")[0]) is not None or project.resolve_symbol(qual) is not None:
+            return False
+    return True
+
+
+def _bindings_in_hierarchy(analysis, class_name: str, key: str, limit: int = 8) -> list:
+    """(analysis, definition) for every binding of ``self.<attr>`` in the class and its
+    project base classes."""
+    project = analysis.project
+    out = []
+    todo = [(analysis.index.module_name, class_name)]
+    seen = set()
+    while todo and len(seen) < limit:
+        module, cls = todo.pop(0)
+        if (module, cls) in seen:
+            continue
+        seen.add((module, cls))
+        owner = analysis if module == analysis.index.module_name else project.analysis(module)
+        table = project.tables.get(module)
+        if owner is None or table is None:
+            continue
+        out.extend((owner, d) for method in owner.index.methods(cls) for d in method.defs.get(key, ()))
+        for base in table.classes.get(cls, []):
+            found = project.base_class(module, base)
+            if found:
+                todo.append(found)
+    return out
 
 
 def _layer_input(analysis, scope: Scope, param: str):
