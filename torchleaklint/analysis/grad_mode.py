@@ -75,6 +75,8 @@ class GradMode:
                 sites = project.call_sites(scope.name)
                 if len(sites) <= 4 * MAX_CALL_SITES:
                     sites = self._reaching(sites, scope, judged)
+        elif not scope.class_name and sites:
+            sites = [site for site in sites if self._may_call_function(site, scope)]
         if not sites or len(sites) > MAX_CALL_SITES:
             return None  # no caller, or a name too common to follow
         if scope.class_name:
@@ -96,6 +98,20 @@ class GradMode:
             if caller_scope is scope or not analysis.grad.scope_off(caller_scope, depth + 1):
                 return None
         return f"every call of `{scope.name}` in the linted files runs under no_grad"
+
+    def _may_call_function(self, site, scope: Scope) -> bool:
+        """Can a call in the site's caller reach the module-level function ``scope``: a call
+        by its bare name, or through a module (``utils.inference(x)``)? ``model.inference(x)``
+        is a method of an object, not this function."""
+        found = self.analysis.project.scope_for(FunctionRef(site[0], site[1]))
+        if found is None:
+            return True
+        caller_analysis, caller_scope = found
+        aliases = caller_analysis.index.imports.aliases
+        calls = [call for call, _ in calls_named(caller_scope, scope.name)]
+        return not calls or any(
+            isinstance(call.func, ast.Name) or (isinstance(call.func, ast.Attribute) and isinstance(
+                call.func.value, ast.Name) and call.func.value.id in aliases) for call in calls)
 
     def _reaching(self, sites, scope: Scope, judged: dict):
         """The sites whose caller may reach the method (judged once per caller). A site under
