@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.backpropagated_results import backpropagated_result
+from ..analysis.call_arity import call_fits
 from ..analysis.backward_reach import gradient_points, gradient_reaching
 from ..analysis.dropped_results import callers_drop_graph
 from ..analysis.eval_callers import evaluation_callers
@@ -367,7 +368,7 @@ def evaluate(model, loader):
         if forward is None:
             return "no forward"
         stmt, evidence = forward
-        if gradient_reaching(analysis, scope, stmt):
+        if _gradient_for(analysis, scope, stmt):
             return self._handed_over(analysis, scope)  # the main forward trains
         if index.ctx(stmt).loops:
             if named:
@@ -434,7 +435,7 @@ def evaluate(model, loader):
         if forward is None:
             return "no forward"
         stmt, evidence = forward
-        gradient = gradient_reaching(analysis, scope, stmt)
+        gradient = _gradient_for(analysis, scope, stmt)
         if gradient:
             return "gradients: " + gradient  # wanted here (saliency, test-time adaptation)
         return stmt, evidence
@@ -685,7 +686,7 @@ def _other_arms(analysis, scope, reported):
             continue
         if _arm_trains(fork, stmt):
             continue  # ``else: model.train(); return model(x)``: the training arm
-        if gradient_reaching(analysis, scope, stmt):
+        if _gradient_for(analysis, scope, stmt):
             continue
         taken.append(ctx)
         yield stmt, evidence
@@ -755,3 +756,54 @@ def _requests_input_grad(scope):
                         for t in node.targets):
             return node
     return None
+
+
+MAX_NAMESAKES = 3  # project methods a call by name alone may reach
+MAX_DIFFERENTIATION_DEPTH = 3  # calls followed to a gradient computation
+
+
+def _gradient_for(analysis, scope, stmt) -> Optional[str]:
+    """A gradient computation that uses what ``stmt`` computes: later in the function, or
+    inside a project function the statement calls."""
+    return gradient_reaching(analysis, scope, stmt) or _differentiating_callee(analysis, scope, stmt)
+
+
+def _differentiating_callee(analysis, scope, stmt) -> Optional[str]:
+    """A project function called in ``stmt`` that differentiates what it computes, itself
+    or through the project functions it calls (``model.generate_new_arch(x)`` whose
+    ``self.encoder.infer(x)`` runs ``torch.autograd.grad(score, embedding)`` to move in
+    embedding space): the forward needs grad on."""
+    project = analysis.project
+    if project is None:
+        return None
+    for call, where in scope.calls:
+        if where is not stmt:
+            continue
+        found = [project.scope_for(ref) for ref in analysis.graph.kinds.resolve_functions(call.func, scope, stmt)]
+        if not found and isinstance(call.func, ast.Attribute):
+            # ``model.generate_new_arch(x, step, direction=d)`` on a model of unknown class: the
+            # project methods of that name, in this program, whose parameters take these arguments
+            own = analysis.index.module_name
+            found = [f for f in (project.scope_for(ref) for ref in project.functions_named(call.func.attr)
+                                 if project.import_connected(own, ref.module))
+                     if f is None or call_fits(f[1], call)]
+            if len(found) > MAX_NAMESAKES:
+                found = []
+        if found and all(f is not None and _differentiates(*f, set()) for f in found):
+            return f"`{ast.unparse(call.func)}(...)` computes gradients of what it runs"
+    return None
+
+
+def _differentiates(analysis, scope, seen, depth: int = 0) -> bool:
+    if scope.backward_sites:
+        return True
+    if depth >= MAX_DIFFERENTIATION_DEPTH or id(scope.node) in seen:
+        return False
+    seen.add(id(scope.node))
+    project = analysis.project
+    for call, stmt in scope.calls:
+        for ref in analysis.graph.kinds.resolve_functions(call.func, scope, stmt):
+            found = project.scope_for(ref)
+            if found is not None and _differentiates(*found, seen, depth + 1):
+                return True
+    return False
