@@ -69,11 +69,45 @@ def _names_bound_whole(body: ast.AST, key: str) -> frozenset:
 def _whole(expr, key: str) -> bool:
     if isinstance(expr, (ast.Name, ast.Attribute)):
         return dotted(expr) == key
+    if isinstance(expr, ast.Subscript) and _every_row(expr.slice):
+        return _whole(expr.value, key)  # ``loss[:, 0]``: one column of every entry
     if isinstance(expr, ast.Call) and last_name(expr.func) in WHOLE_CONVERSIONS and expr.args:
         return _whole(expr.args[0], key)
     if isinstance(expr, (ast.List, ast.Tuple)):
         return any(_whole(e, key) for e in expr.elts)  # ``np.array([self.steps, self.rewards])``
     return False
+
+
+def _every_row(index) -> bool:
+    """``[:, 0]``: a full slice first, so every entry of the first axis is read."""
+    return (isinstance(index, ast.Tuple) and bool(index.elts) and isinstance(index.elts[0], ast.Slice)
+            and index.elts[0].lower is None and index.elts[0].upper is None and index.elts[0].step is None)
+
+
+def handed_to_writer(analysis, key: str) -> Optional[str]:
+    """Where the list is handed whole to a project function that plots or writes that
+    parameter whole (``visualize.plot_loss(self.loss_history, ...)`` whose body does
+    ``loss = np.array(loss); plt.plot(loss[:, 0])``), or None."""
+    from .summaries import argument_of
+
+    project = analysis.project
+    if project is None:
+        return None
+    kinds = analysis.graph.kinds
+    for scope in analysis.index.scopes:
+        for call, stmt in scope.calls:
+            if not any(dotted(arg) == key for arg in list(call.args) + [k.value for k in call.keywords]):
+                continue
+            for ref in kinds.resolve_functions(call.func, scope, stmt):
+                found = project.scope_for(ref)
+                if found is None:
+                    continue
+                callee_analysis, callee = found
+                for param in callee.params:
+                    arg = argument_of(call, callee, param)
+                    if arg is not None and dotted(arg) == key and written_out_whole(callee.node, param) is not None:
+                        return f"{short_path(callee_analysis.path)}:{callee.node.lineno}"
+    return None
 
 
 MAX_READER_MODULES = 16

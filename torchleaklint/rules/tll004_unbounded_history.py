@@ -9,7 +9,7 @@ from ..analysis.gated_runs import at_most_once
 from ..analysis.epochs import called_per_epoch, runs_per_epoch
 from ..analysis.figures import run_once
 from ..analysis.flag_arms import dead_arm
-from ..analysis.history_output import written_out_whole, written_out_whole_elsewhere
+from ..analysis.history_output import handed_to_writer, written_out_whole, written_out_whole_elsewhere
 from ..analysis.hook_buffers import hook_buffers
 from ..analysis.instance_lifetime import built_per_call, short_lived
 from ..analysis.names import dotted, words
@@ -209,7 +209,8 @@ class Agent:
                     continue  # no per-step name, and older entries may be read: not proven to be waste
             if self._bounded(analysis, key, creation):
                 continue
-            if written_out_whole(index.tree, key) is not None or written_out_whole_elsewhere(analysis, key):
+            if written_out_whole(index.tree, key) is not None or written_out_whole_elsewhere(analysis, key) \
+                    or handed_to_writer(analysis, key):
                 continue  # plotted or written whole: every entry is read, the full history is the product
             owner = _owner_class(analysis.index.ctx(creation.stmt).scope) if "." in key else None
             if owner and (short_lived(analysis, owner) or built_per_call(analysis, owner) or never_built(analysis, owner)
