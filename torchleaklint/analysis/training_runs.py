@@ -18,6 +18,12 @@ from .module_index import Scope, contains
 def outside_training_steps(analysis, scope: Scope, stmt) -> Optional[str]:
     """Where ``scope`` steps (the loop around its backward pass) when ``stmt`` sits outside
     every such loop, or None (no loop of its own computes gradients, or ``stmt`` is in one)."""
+    ctx = analysis.index.ctx(stmt)
+    if ctx is not None and ctx.loops and ctx.scope is scope:
+        loop = ctx.loops[-1]
+        epoch = _runs_a_training_loop(analysis, scope, loop)
+        if epoch is not None and not any(contains(loop, site.call) for site in scope.backward_sites):
+            return f"each iteration of the loop at line {loop.lineno} runs `{epoch}`, which steps in a loop of its own"
     stepping = _stepping_loops(analysis, scope)
     if stepping:
         if any(contains(loop, stmt) for loop in stepping):
@@ -27,6 +33,25 @@ def outside_training_steps(analysis, scope: Scope, stmt) -> Optional[str]:
     base = _base_run(analysis, scope)
     if base is not None:
         return f"`{scope.name}` runs the training loop of `{base}` once per call; this runs outside it"
+    return None
+
+
+def _runs_a_training_loop(analysis, scope: Scope, loop) -> Optional[str]:
+    """A project function called in the body of ``loop`` (not in a loop nested in it) that
+    steps in a loop of its own (``for epoch in ...: loss = self.train_epoch(loader)``):
+    each iteration of ``loop`` is a whole epoch."""
+    project = analysis.project
+    if project is None:
+        return None
+    index = analysis.index
+    for call, stmt in scope.calls:
+        ctx = index.ctx(stmt)
+        if ctx is None or not ctx.loops or ctx.loops[-1] is not loop:
+            continue
+        for ref in analysis.graph.kinds.resolve_functions(call.func, scope, stmt):
+            entry = project.scope_for(ref)
+            if entry is not None and entry[1] is not scope and _stepping_loops(*entry):
+                return ref.qualname.rsplit(".", 1)[-1]
     return None
 
 
