@@ -214,7 +214,12 @@ def _rebound_earlier_in_iteration(analysis, scope: Scope, loop, key: str, stmt) 
         owner = getattr(branch, "owner", None)
         if isinstance(owner, ast.If) and owner.orelse:
             arms.setdefault(id(owner), set()).add(id(branch))
-    return any(len(branches) >= 2 for branches in arms.values())
+    if any(len(branches) >= 2 for branches in arms.values()):
+        return True
+    # ``if args.fb == 0: loss = ... elif args.fb == 1: loss = ...`` (every arm of a chain)
+    earlier = [d for d in scope.defs_of(key) if d.stmt is not stmt and contains(loop, d.stmt)
+               and start_of(d.stmt) < start_of(stmt)]
+    return "." not in key and bool(earlier) and bool(analysis.flow.rebinding_arms(scope, key, stmt, earlier, loop))
 
 
 def _higher_order(scope: Scope, loop) -> bool:

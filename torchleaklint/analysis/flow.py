@@ -66,13 +66,65 @@ class Flow:
             for base in key_bases(key):
                 killers.extend(k for k in scope.defs_of(base) if k.kind == "assign" and k.start < use_pos
                                and not isinstance(k.stmt, LOOP_TYPES) and self.dominates(k, use_stmt))
+            arms = None
             for d in defs:
                 if d.start >= use_pos and contains(outer, d.stmt) and d not in out:
                     carrier = next((loop for loop in reversed(ctx.loops) if contains(loop, d.stmt)), outer)
                     if any(k.stmt is carrier or contains(carrier, k.stmt) for k in killers):
                         continue
+                    if arms is None:
+                        arms = self.rebinding_arms(scope, key, use_stmt, out, outer) if "." not in key else []
+                    if any(contains(carrier, arm) for arm in arms):
+                        continue
                     out.append(d)
         return out
+
+    def rebinding_arms(self, scope: Scope, key: str, use_stmt, out: List[Def], outer) -> list:
+        """The ``if`` statements before the use, in the same iteration, that rebind the name
+        on every path: each arm of an ``if``/``else`` binds it, or each arm of an
+        ``if``/``elif`` chain without ``else`` whose tests the loop never changes, for a
+        name bound nowhere before the loop (on the first iteration an arm must bind it, or
+        the read fails; the same arm runs on every later one)."""
+        ix = self.analysis.index
+        uctx = ix.ctx(use_stmt)
+        found = []
+        # Bound nowhere before the outermost loop: the first time the chain runs, one arm
+        # must bind it; with tests nothing in that loop changes, the same arm binds it
+        # every time after.
+        outermost = uctx.loops[0] if uctx is not None and uctx.loops else outer
+        unbound_before = all(d.kind not in ("param", "import", "global") and d.start > start_of(outermost)
+                             for d in scope.defs_of(key))
+        for d in out:
+            dctx = ix.ctx(d.stmt)
+            if dctx is None or not contains(outer, d.stmt):
+                continue
+            for block in dctx.blocks:
+                owner = getattr(block, "owner", None)
+                if not isinstance(owner, ast.If) or owner in found or contains(owner, use_stmt):
+                    continue
+                octx = ix.ctx(owner)
+                if octx is None or len(octx.blocks) > len(uctx.blocks) or any(
+                        a is not b for a, b in zip(octx.blocks, uctx.blocks)):
+                    continue
+                if _arms_rebind(owner, key) or (unbound_before and _chain_rebinds(owner, key)
+                                                and self._invariant_tests(scope, owner, outermost)):
+                    found.append(owner)
+        return found
+
+    def _invariant_tests(self, scope: Scope, chain: ast.If, loop) -> bool:
+        """Does nothing in the loop rebind what the chain's tests read (``args.fb``)?"""
+        from .module_index import expr_keys
+
+        read = set()
+        node = chain
+        while isinstance(node, ast.If):
+            read |= expr_keys(node.test)
+            node = node.orelse[0] if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If) else None
+        roots = {key.split(".")[0] for key in read}
+        for key in read | roots:
+            if any(contains(loop, d.stmt) for d in scope.defs_of(key)):
+                return False
+        return bool(read)
 
     def _past_rebinding_arms(self, key: str, use_stmt, out: List[Def]) -> List[Def]:
         """Drop the definitions made before an ``if``/``else`` whose every arm rebinds the
@@ -204,6 +256,20 @@ def _arms_rebind(stmt: ast.If, key: str) -> bool:
     """Does every arm of the ``if`` (it has an ``else``) rebind ``key`` at its own level,
     or leave (``return``, ``raise``, ``break``, ``continue``) before reaching its end?"""
     return bool(stmt.orelse) and _block_rebinds(stmt.body, key) and _block_rebinds(stmt.orelse, key)
+
+
+def _chain_rebinds(stmt: ast.If, key: str) -> bool:
+    """Does every arm of an ``if``/``elif`` chain rebind ``key`` (or leave), the chain
+    ending without an ``else``?"""
+    while True:
+        if not _block_rebinds(stmt.body, key):
+            return False
+        if not stmt.orelse:
+            return True
+        if len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If):
+            stmt = stmt.orelse[0]
+            continue
+        return _block_rebinds(stmt.orelse, key)
 
 
 def _block_rebinds(body, key: str) -> bool:
