@@ -395,6 +395,9 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False,
         project.tables[site[0]].functions if site[0] in project.tables else ())]
     # another program of the same tree (a copy of the scripts per algorithm): its calls are its own
     sites = [site for site in sites if project.import_connected(site[0], me)]
+    if methods and scope.class_name and len(sites) <= MAX_SCANNED_SITES:
+        # ``x.view(-1)`` on tensors is no call of ``ViewImage.view(self)``
+        sites = [site for site in sites if _may_call_method(project, site, scope)]
     if not sites or len(sites) > 8:
         return None
     own = 0
@@ -441,6 +444,28 @@ def run_once(analysis, scope: Scope, depth: int = 0, methods: bool = False,
     return f"`{scope.name}` is only called once, at module level"
 
 
+MAX_SCANNED_SITES = 256  # call sites of a common method name sorted out by their arguments
+
+
+def _may_call_method(project, site, scope: Scope) -> bool:
+    """Does the site's caller hold a call of the method's name whose arguments fit its
+    parameters, on something other than a library object?"""
+    from .call_arity import call_fits
+    from .callers import library_object
+    from .project import FunctionRef
+
+    found = project.scope_for(FunctionRef(site[0], site[1]))
+    if found is None:
+        return True
+    caller_analysis, caller = found
+    for call, stmt in caller.calls:
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        if name == scope.name and call_fits(scope, call) and not (
+                isinstance(call.func, ast.Attribute) and library_object(caller_analysis, caller, call.func.value, stmt)):
+            return True
+    return False
+
+
 def _calls_reach_others(analysis, holder: Scope, scope: Scope, me) -> bool:
     """Does every call spelled with the method's name in ``holder`` resolve to methods of
     other classes?"""
@@ -473,12 +498,18 @@ def never_called(analysis, scope: Scope) -> Optional[str]:
     return f"nothing in the linted files calls `{scope.name}`"
 
 
-def unreferenced(analysis, name: str) -> bool:
+def unreferenced(analysis, name: str, own=None) -> bool:
     """Does nothing in the linted files call, import or name the module-level ``name``
     (a function or a class of ``analysis``'s module)? In a module that is not a script,
-    only when the linted files hold modules that import it: they are its users."""
+    only when the linted files hold modules that import it: they are its users. Names
+    inside ``own`` (the class's own body: ``super(Logger, self).__init__()``) do not count."""
     project = analysis.project
-    if project is None or project.call_sites(name):
+    if project is None:
+        return False
+    inside = {id(n) for n in ast.walk(own)} if own is not None else set()
+    sites = project.call_sites(name)
+    if sites and not (own is not None and all(
+            site[0] == analysis.index.module_name and site[1].split(".")[0] == name for site in sites)):
         return False
     if not is_script(analysis.index.tree):
         module = analysis.index.module_name
@@ -487,6 +518,8 @@ def unreferenced(analysis, name: str) -> bool:
         if project.name_imported(module, name):
             return False  # imported by another module, which may hand it on as a value
     for node in ast.walk(analysis.index.tree):
+        if id(node) in inside:
+            continue
         if isinstance(node, ast.Name) and node.id == name:
             return False  # handed on as a value (a callback, a registry entry)
         if isinstance(node, ast.Attribute) and node.attr == name:

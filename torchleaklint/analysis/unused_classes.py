@@ -14,7 +14,9 @@ from .figures import unreferenced
 
 def never_built(analysis, class_name: str) -> Optional[str]:
     project = analysis.project
-    if project is None or class_name not in analysis.index.classes or not unreferenced(analysis, class_name):
+    if project is None or class_name not in analysis.index.classes:
+        return None
+    if not unreferenced(analysis, class_name, analysis.index.classes.get(class_name)):
         return None
     for table in project.tables.values():
         for bases in table.classes.values():

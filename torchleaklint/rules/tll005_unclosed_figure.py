@@ -9,6 +9,7 @@ from ..analysis.figures import (LEFT_FOR_CALLER, closed_after_loop, closed_by_ca
                                 made_only_without, never_called, pyplot_alias, repeating_loops, returns_figure, run_once)
 from ..analysis.flag_arms import dead_arm
 from ..analysis.gated_runs import at_most_once
+from ..analysis.unused_classes import never_built
 from ..analysis.module_index import enclosing_block, expr_keys
 from ..analysis.summaries import summary_for
 from ..diagnostics import SAFE, Edit, Fix
@@ -136,6 +137,7 @@ for epoch in range(100):
                     if not scope.is_function and not repeats:
                         continue  # one figure in a script is not a leak
                     if not repeats and (run_once(analysis, scope, methods=True, literal_ranges=True) or never_called(analysis, scope)
+                                        or (scope.class_name and never_built(analysis, scope.class_name))
                                         or repetition_seen(analysis, scope) is None):
                         continue  # nor is one made by a function the script calls once, never, or not in a loop
                     if not repeats and at_most_once(analysis, scope, site.stmt):
