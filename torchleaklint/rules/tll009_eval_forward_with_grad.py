@@ -531,6 +531,8 @@ def evaluate(model, loader):
                         evidence = backpropagated_result(analysis, call, scope, stmt)
                 elif summary is None:
                     evidence = model_method_evidence(analysis, call, scope, stmt)  # ``model.infer(x)``
+            if evidence is not None and not direct and _frozen(analysis, scope, call, stmt):
+                continue  # ``G.synthesis(ws)`` of a frozen ``G``: its parameters record nothing
             if evidence is not None and not unreachable(scope.node, stmt):  # not after an unconditional return
                 yield stmt, evidence, direct
 
@@ -652,8 +654,15 @@ def _result_backpropagated(analysis, scope, stmt) -> bool:
 
 
 def _frozen(analysis, scope, call, stmt) -> bool:
+    """Is the module called frozen, or the model it belongs to (``G.mapping(z, c)`` after
+    ``G = copy.deepcopy(G).eval().requires_grad_(False)``: every parameter of ``G``,
+    its submodules' too, records no autograd)?"""
     name = dotted(call.func)
-    return name is not None and frozen_module(analysis, scope, name, stmt)
+    if name is None:
+        return False
+    parts = name.split(".")
+    start = 2 if parts[0] == "self" else 1
+    return any(frozen_module(analysis, scope, ".".join(parts[:end]), stmt) for end in range(len(parts), start - 1, -1))
 
 
 def _parameterless_module(analysis, call, scope, stmt) -> bool:
