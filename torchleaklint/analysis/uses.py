@@ -108,8 +108,10 @@ def _classify(analysis, scope, stmt, node, parents, container, depth) -> Tuple[s
         if qual.startswith(TENSOR_NAMESPACES):
             return TENSOR, f"`{qual}` receives it at line {line}"
         if not qual and name in ELEMENT_CALLS and parent.args and parent.args[0] is child:
-            # ``sum(losses) / n`` is one of the elements' kind: judge it by how it is used next
-            return _classify(analysis, scope, stmt, parent, parents[:-1], False, depth)
+            # ``sum(losses).item()``: the result is of the elements' kind, so a tensor method
+            # on it needs them to stay tensors; any other use is a number's as before
+            kind, why = _classify(analysis, scope, stmt, parent, parents[:-1], False, depth)
+            return (TENSOR, why) if kind == TENSOR else (NUMERIC, None)
         if qual.startswith(("numpy.", "math.", "statistics.")) or name in NUMERIC_CALLS:
             return NUMERIC, None
         return UNKNOWN, f"it is passed to `{dotted(func) or name}` at line {line}"
