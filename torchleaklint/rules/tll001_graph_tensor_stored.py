@@ -244,8 +244,10 @@ for x in batches:
     def _comprehension_keeps(self, ctx, scope):
         """``outputs = [model.validation_step(b) for b in loader]`` where no backward runs:
         the list holds one graph per element, with the activations saved for a backward
-        that never comes. A comprehension inside a loop of the function is rebuilt on
-        every iteration and holds one iteration's values: no growth to report."""
+        that never comes. A comprehension inside a loop of a function is rebuilt on every
+        iteration and holds one iteration's values: no growth to report, and the forward
+        run with grad on is TLL009's finding there (which does not judge a script's
+        top-level code)."""
         analysis = ctx.analysis
         if not _no_backward_outside_modules(analysis, scope):
             return
@@ -255,7 +257,7 @@ for x in batches:
                 continue
             key = stmt.targets[0].id
             placed = analysis.index.ctx(stmt)
-            if placed is not None and placed.loops:
+            if scope.is_function and placed is not None and placed.loops:
                 continue  # rebuilt on every iteration: one iteration's values, no growth (grad mode is TLL009's)
             evidence = analysis.graph.carrying(stmt.value, stmt)
             if evidence is None or evidence.strength == CONVENTION:
