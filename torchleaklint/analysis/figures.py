@@ -261,15 +261,23 @@ def _fixed_iterable(analysis, loop, items, depth: int = 0, literal_ranges: bool 
     if _submodules(analysis, loop, items):
         return True  # ``for cnf in model.chain``: the model's own layers, fixed by its architecture
     if isinstance(items, ast.Name):
-        defs = analysis.index.module_scope.defs_of(items.id)
-        if len(defs) != 1 or defs[0].kind != "assign" or any(items.id in s.defs for s in analysis.index.scopes
-                                                             if s is not analysis.index.module_scope):
+        ctx = analysis.index.ctx(loop)
+        owner = ctx.scope if ctx is not None else analysis.index.module_scope
+        defs = owner.defs_of(items.id) or analysis.index.module_scope.defs_of(items.id)
+        module_level = owner is analysis.index.module_scope or not owner.defs_of(items.id)
+        if len(defs) != 1 or defs[0].kind != "assign" or (module_level and any(
+                items.id in s.defs for s in analysis.index.scopes
+                if s is not analysis.index.module_scope and s is not owner and s.node is not None
+                and contains(s.node, loop))):
             return False
         if any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == items.id
                and n.attr in ("append", "extend", "update", "insert", "setdefault", "add")
                for n in ast.walk(analysis.index.tree)):
             return False  # grown somewhere: not fixed
         items = defs[0].value
+        if isinstance(items, ast.Call) and depth < 3:
+            # ``x = list(range(320, 800, 64))`` then ``for i in x``
+            return _fixed_iterable(analysis, loop, items, depth + 1, literal_ranges)
     if isinstance(items, (ast.List, ast.Tuple, ast.Set)):
         return len(items.elts) <= FEW and not any(isinstance(e, ast.Starred) for e in items.elts)
     if isinstance(items, ast.Dict):
