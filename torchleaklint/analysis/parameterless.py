@@ -22,7 +22,8 @@ from .summaries import argument_of, passed_parameters
 MAX_CLASSES = 6
 _PLAIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "None", "Optional", "List", "Dict", "Tuple", "Set",
                           "list", "dict", "tuple", "set", "Sequence", "Mapping", "Union", "Final"})
-_REGISTERS = frozenset({"register_parameter", "register_buffer", "register_module", "add_module", "Parameter",
+# (Buffers hold no parameters: ``register_buffer`` stores tensors autograd does not track.)
+_REGISTERS = frozenset({"register_parameter", "register_module", "add_module", "Parameter",
                         "setattr", "__setattr__", "load_state_dict"})
 _PLAIN_CALLS = frozenset({"dict", "list", "set", "tuple", "str", "int", "float", "bool", "bytes", "len", "range",
                           "sorted", "zip", "enumerate", "open", "frozenset"})
@@ -100,9 +101,29 @@ def _stores_only_plain_values(analysis, cls: str, plain_args=frozenset()) -> boo
             for target in targets:
                 for part in ast.walk(target):
                     if (isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name)
-                            and part.value.id == "self" and not _plain(value, plain_params, imports, method)):
+                            and part.value.id == "self" and not _plain(value, plain_params, imports, method)
+                            and not _only_compared(analysis, cls, part.attr)):
                         return False
     return True
+
+
+def _only_compared(analysis, cls: str, attr: str) -> bool:
+    """Is every read of ``self.<attr>`` in the class an operand of a comparison
+    (``outputs > self.threshold``)? A submodule or a parameter is called or computed
+    with, never only compared: whatever the caller passed, it holds no parameter here."""
+    reads = 0
+    for method in analysis.index.methods(cls):
+        parents = {}
+        for node in ast.walk(method.node):
+            for child in ast.iter_child_nodes(node):
+                parents[child] = node
+        for node, parent in parents.items():
+            if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) \
+                    and node.value.id == "self" and isinstance(node.ctx, ast.Load):
+                reads += 1
+                if not isinstance(parent, ast.Compare):
+                    return False
+    return reads > 0
 
 
 def _plainly_annotated(func) -> set:
