@@ -9,7 +9,7 @@ from typing import Optional, Tuple
 
 from .call_arity import call_fits
 from .module_index import Scope, calls_named, grad_off_call
-from .process_grad_off import constructor_switches_grad_off
+from .process_grad_off import constructor_switches_grad_off, entry_switches_grad_off
 from .project import LIGHTNING_NO_GRAD_HOOKS, MAX_CALL_SITES, FunctionRef
 from .self_calls import calls_another_hierarchy
 
@@ -54,7 +54,7 @@ class GradMode:
         if scope.class_name and scope.name in LIGHTNING_NO_GRAD_HOOKS:
             if project is not None and project.is_lightning_class(index.module_name, scope.class_name):
                 return f"`{scope.name}` is a Lightning hook that runs under no_grad"
-        reason = constructor_switches_grad_off(self.analysis, scope)
+        reason = constructor_switches_grad_off(self.analysis, scope) or entry_switches_grad_off(self.analysis, scope)
         if reason:
             return reason
         if scope.parent is not None and scope.parent.is_function:
