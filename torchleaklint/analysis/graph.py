@@ -373,8 +373,10 @@ class GraphOracle:
             return loss
         module = self.kinds.module_call(call, scope, stmt)
         if module is not None:
-            if self._frozen(call, scope, stmt):
-                return self._through_arguments(call, scope, stmt, bindings, depth)  # a frozen module
+            if self._frozen(call, scope, stmt) or self._parameter_free(call, scope, stmt):
+                # a frozen module, or one that holds no parameter (a metric or a wrapped
+                # autograd Function): a graph only through what it is given
+                return self._through_arguments(call, scope, stmt, bindings, depth)
             return module
         summary = self.kinds.call_summary(call, scope, stmt, 0, oracle=self)
         if summary is not None:
@@ -409,6 +411,10 @@ class GraphOracle:
                         return replace(ev, scalar=False)
                     return None
         return None
+
+    def _parameter_free(self, call, scope: Scope, stmt) -> bool:
+        """Is the called module an instance of a project class that holds no parameter?"""
+        return _holds_no_parameters(self.kinds, call, scope, stmt)
 
     def _frozen(self, call, scope: Scope, stmt) -> bool:
         """Is the called module frozen (``requires_grad_(False)``, its parameters' flags
@@ -567,6 +573,14 @@ PARAMETERLESS_LAYERS = frozenset({"Softmax", "LogSoftmax", "Softmax2d", "Sigmoid
                                   "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
                                   "AdaptiveMaxPool2d", "Upsample", "PixelShuffle", "CosineSimilarity",
                                   "PairwiseDistance"})
+
+
+def _holds_no_parameters(kinds, call, scope: Scope, stmt) -> bool:
+    from .parameterless import called_class, holds_no_parameters
+
+    project = kinds.project
+    cls = called_class(kinds, call, scope, stmt) if project is not None else None
+    return cls is not None and holds_no_parameters(project, cls)
 
 
 def parameterless_layer(analysis, func, scope: Scope, stmt) -> bool:

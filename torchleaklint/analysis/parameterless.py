@@ -108,9 +108,10 @@ def _stores_only_plain_values(analysis, cls: str, plain_args=frozenset()) -> boo
 
 
 def _only_compared(analysis, cls: str, attr: str) -> bool:
-    """Is every read of ``self.<attr>`` in the class an operand of a comparison
-    (``outputs > self.threshold``)? A submodule or a parameter is called or computed
-    with, never only compared: whatever the caller passed, it holds no parameter here."""
+    """Is every read of ``self.<attr>`` in the class an operand of a comparison or a truth
+    test (``outputs > self.threshold``, ``if n == 1 and self.ignore_zeros:``)? A submodule
+    or a parameter is called or computed with, never only tested: whatever the caller
+    passed, it holds no parameter here."""
     reads = 0
     for method in analysis.index.methods(cls):
         parents = {}
@@ -121,7 +122,11 @@ def _only_compared(analysis, cls: str, attr: str) -> bool:
             if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) \
                     and node.value.id == "self" and isinstance(node.ctx, ast.Load):
                 reads += 1
-                if not isinstance(parent, ast.Compare):
+                if isinstance(parent, ast.BoolOp):  # ``a and self.flag`` is a test only where it is tested
+                    node, parent = parent, parents.get(parent)
+                if not (isinstance(parent, ast.Compare) or (
+                        isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)) or (
+                        isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and parent.test is node)):
                     return False
     return reads > 0
 
