@@ -133,6 +133,8 @@ def _def_graph_free(analysis, scope: Scope, key: str, d, depth: int) -> bool:
     such an iterable (``for sample in G(z).data.cpu().numpy(): ...``)?"""
     if d.kind == "for":
         return d.value is not None and spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
+    if d.kind == "aug":  # ``hit1 += 1``: graph-free when what is added is (the other bindings are judged too)
+        return d.value is not None and spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
     if d.kind != "assign" or d.index is not None:
         return False
     if _empty_container(d.value):
