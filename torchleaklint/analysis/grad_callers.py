@@ -4,6 +4,7 @@ under ``no_grad``?"""
 
 from __future__ import annotations
 
+import ast
 
 from .eval_callers import scope_of_caller
 from .module_index import calls_named
@@ -21,7 +22,9 @@ def called_with_grad(analysis, scope) -> bool:
     if all(off for _, _, off in sites):
         return False
     if scope.class_name:
-        return True
+        # a method is called as ``obj.name(...)``: a bare ``name(...)`` is a function namesake
+        return len(sites) > MAX_CALL_SITES or any(_attribute_call_with_grad(project, module, caller, scope.name)
+                                                  for module, caller in dict.fromkeys((m, c) for m, c, _ in sites))
     if len(sites) > MAX_CALL_SITES:
         return False
     me = (analysis.index.module_name, scope.qualname)
@@ -37,6 +40,15 @@ def called_with_grad(analysis, scope) -> bool:
             if any((ref.module, ref.qualname) == me for ref in refs):
                 return True
     return False
+
+
+def _attribute_call_with_grad(project, module: str, caller: str, name: str) -> bool:
+    found = scope_of_caller(project, module, caller, name)
+    if found is None:
+        return True
+    caller_analysis, caller_scope = found
+    return any(isinstance(call.func, ast.Attribute) and not caller_analysis.index.ctx(stmt).grad_off
+               for call, stmt in calls_named(caller_scope, name))
 
 
 def class_calls_only_without_grad(analysis, scope) -> bool:
