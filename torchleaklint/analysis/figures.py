@@ -64,7 +64,10 @@ def returns_figure(analysis, scope: Scope) -> bool:
     imports = analysis.index.imports
     if any((imports.qualname(c.func) or "") == SHOW for c, _ in scope.calls):
         return False  # it shows the figure itself
-    made = {n for site in figure_sites(analysis, scope) for n in site.names}
+    sites = list(figure_sites(analysis, scope))
+    # ``plt.close()`` before ``return fig``: the caller gets a figure pyplot no longer holds
+    made = {n for site in sites for n in site.names
+            if not (disposal(analysis, scope, site.names, site.stmt, site.many) or "").startswith("closed at line ")}
     for expr in scope.returns:
         if isinstance(expr, ast.Call) and imports.qualname(expr.func) in FIGURE_MAKERS:
             return True
