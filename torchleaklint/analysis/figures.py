@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
 from .callers import resolved_refs
-from .module_index import Scope, contains, expr_keys, if_arms, start_of
+from .module_index import Scope, contains, expr_keys, if_arms, start_of, walk_nodes
 from .names import dotted, last_name
 from .single_pass import single_iteration_only
 from .summaries import argument_of
@@ -526,7 +526,7 @@ def unreferenced(analysis, name: str, own=None) -> bool:
         module = analysis.index.module_name
         if not project.importers_of_module(module):
             return False  # no user of this module is linted (one file in an editor or a hook): unknown
-        if project.name_imported(module, name):
+        if _named_by_importers(project, module, name):
             return False  # imported by another module, which may hand it on as a value
     for node in ast.walk(analysis.index.tree):
         if id(node) in inside:
@@ -536,6 +536,22 @@ def unreferenced(analysis, name: str, own=None) -> bool:
         if isinstance(node, ast.Attribute) and node.attr == name:
             return False
     return True
+
+
+def _named_by_importers(project, module: str, name: str) -> bool:
+    """Does a module that imports ``name`` from ``module`` name it: an explicit import, or
+    a star import followed by a use of the name (``from torch_utils import *`` for other
+    helpers does not use this one)?"""
+    for importer in project.importers_of_name(f"{module}.{name}"):
+        other = project.analysis(importer)
+        if other is None:
+            return True
+        for node in walk_nodes(other.index.tree):
+            if (isinstance(node, ast.alias) and (node.asname or node.name).split(".")[-1] == name) \
+                    or (isinstance(node, ast.Name) and node.id == name) \
+                    or (isinstance(node, ast.Attribute) and node.attr == name):
+                return True
+    return False
 
 
 def dispatched_once(analysis, scope: Scope) -> Optional[str]:
