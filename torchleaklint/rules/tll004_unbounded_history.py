@@ -56,9 +56,13 @@ class UnboundedHistory(Rule):
     every read is a tail (`xs[-n:]`, `xs[-1]`): the entries older than the window are never
     read again.
     Not reported for a list appended once per epoch (by a method named for the epoch or
-    registered for an epoch event): the run's epoch count bounds it. Nor for a list the
+    registered for an epoch event, or in a loop each iteration of which runs a function
+    that steps in a loop of its own: `for epoch in ...: loss = self.train_epoch(loader)`):
+    the run's epoch count bounds it. Nor for a list the
     program plots or writes out whole (`plt.plot(self.losses)`, `np.savetxt(path,
-    self.rewards)`, `pd.DataFrame(np.array(self.evals)).to_csv(path)`), in its own file
+    self.rewards)`, `pd.DataFrame(np.array(self.evals)).to_csv(path)`, through a local
+    name bound to it whole, or handed whole to a project function that plots that
+    parameter whole: `visualize.plot_loss(self.loss_history)`), in its own file
     (also through another name of the object: `plt.plot(solver.regrets)`) or in
     a file that imports it (`plt.plot(agent.losses)`, or looked up by its name:
     `var = getattr(dqn, "weights_over_time"); plt.plot(var)`): every entry is read, the full

@@ -36,8 +36,14 @@ class UnclosedFigure(Rule):
     passes flags that let it run once: a trainer that plots under `if plots:` with
     `plots = not opt.evolve` (the evolution loop that calls it again and again runs only
     where `opt.evolve` is set) or evaluates every epoch with `plots=plots and final_epoch`
-    (`final_epoch = epoch + 1 == epochs`). (Other methods are reported: their object's
-    users, often a framework, call them through calls the linted files do not show.)
+    (`final_epoch = epoch + 1 == epochs`), or when the figure sits under an object's flag
+    that the same call switches off afterwards (`if self.visualize: ...; self.visualize =
+    False`, set nowhere else but `__init__`): one call per object makes it. A method counts
+    the calls whose arguments fit it (tensors' `x.view(-1)` is no call of a `view(self)`
+    method) and makes no figure when nothing builds its class. A helper that closes its
+    figure before returning it (`plt.close(); return fig`) hands its caller nothing pyplot
+    holds. (Other methods are reported: their object's users, often a framework, call them
+    through calls the linted files do not show.)
 
     ## Why is this bad
     pyplot keeps a reference to every figure it creates until it is closed, whether or not

@@ -29,6 +29,10 @@ class RetainGraphInLoop(Rule):
     chunk by chunk (`hyp = hyp.view(-1, n)` then `criterion(hyp[i:j], gold[i:j])`, with
     `loss /= total` in place): each iteration's backward runs through that shared graph
     again and must retain it (a leaf made with `requires_grad=True` is not such a graph).
+    Nor in a helper that differentiates values its caller hands it
+    (`calculate_lambda(perceptual_loss, gan_loss)`) when a caller backpropagates, later in
+    the same iteration, a value sharing their graph (`vq_loss.backward()` with `vq_loss`
+    built from both losses).
 
     ## Why is this bad
     `retain_graph=True` keeps the saved tensors of the graph after the backward pass. It is

@@ -63,8 +63,9 @@ class EvalForwardWithGrad(Rule):
     same module backpropagates (`self.get_g_loss(batch)`), or a model method such as
     `model.infer(x)` when every project module class defining it returns module outputs;
     a direct module call whose output is dropped at once (`model(calibration_batch)`), or
-    of a project module proven to hold no parameters (a tokenizer), records no graph that
-    matters and is not reported (a layer built where it runs, `ROIAlign((s, s), 1.0,
+    of a project module proven to hold no parameters (a tokenizer, a metric that holds
+    buffers or a threshold it only compares), records no graph that matters and is not
+    reported (a layer built where it runs, `ROIAlign((s, s), 1.0,
     0).forward(masks, boxes)`, is judged with the plain values it is built from). A model
     method called on an object of unknown class (`model.encoder.encode(obs, extra)`) is
     not a forward when every project method of that name whose parameters take the call's
@@ -79,7 +80,12 @@ class EvalForwardWithGrad(Rule):
     the flag computes) around the forward keeps it quiet. A module frozen before the
     forward (`net.requires_grad_(False)`, `p.requires_grad = False` for its parameters, a
     deep copy of a frozen module, a module frozen by a project helper it is handed to
-    before it is stored: `self.freeze_model(net); self.net = net.eval()`), or a forward whose output reaches `.numpy()` with no
+    before it is stored: `self.freeze_model(net); self.net = net.eval()`; also the methods
+    of a frozen model: `G.mapping(z)` after `G = copy.deepcopy(G).requires_grad_(False)`),
+    a forward through a project function that differentiates what it runs (an encoder's
+    `infer` taking `torch.autograd.grad` of its own score, two calls down), a function of a
+    script whose entry block calls `torch.set_grad_enabled(False)` before running any of
+    its own functions, or a forward whose output reaches `.numpy()` with no
     detach on the way (which raises on a graph), in the same statement or through a name
     only it binds (`out = seg_model(x); out.cpu().numpy()`), records none (an index or sign
     of the output, `out.argmax(1).numpy()`, proves nothing). A `.eval()` counts only for the
