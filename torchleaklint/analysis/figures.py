@@ -273,9 +273,7 @@ def _fixed_iterable(analysis, loop, items, depth: int = 0, literal_ranges: bool 
                 if s is not analysis.index.module_scope and s is not owner and s.node is not None
                 and contains(s.node, loop))):
             return False
-        if any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == items.id
-               and n.attr in ("append", "extend", "update", "insert", "setdefault", "add")
-               for n in ast.walk(analysis.index.tree)):
+        if items.id in _grown_names(analysis.index):
             return False  # grown somewhere: not fixed
         items = defs[0].value
         if isinstance(items, ast.Call) and depth < 3:
@@ -286,6 +284,21 @@ def _fixed_iterable(analysis, loop, items, depth: int = 0, literal_ranges: bool 
     if isinstance(items, ast.Dict):
         return len(items.keys) <= FEW and None not in items.keys
     return False
+
+
+GROWING_METHODS = frozenset({"append", "extend", "update", "insert", "setdefault", "add"})
+
+
+def _grown_names(index) -> frozenset:
+    """The names of the module that some statement grows (``xs.append(...)``), found once
+    per module (a fact of its syntax)."""
+    found = index.__dict__.get("_grown_names")
+    if found is None:
+        found = frozenset(n.value.id for n in walk_nodes(index.tree)
+                          if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                          and n.attr in GROWING_METHODS)
+        index.__dict__["_grown_names"] = found
+    return found
 
 
 def _literal_range_length(call: ast.Call) -> Optional[int]:
