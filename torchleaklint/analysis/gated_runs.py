@@ -26,7 +26,7 @@ from typing import Dict, List, Optional
 from .callers import calls_reaching
 from .flag_arms import evaluate
 from .latches import switched_off_after
-from .module_index import Scope, if_arms
+from .module_index import Scope, conjuncts, if_arms
 from .names import dotted
 from .single_pass import single_iteration_only
 from .summaries import argument_of, parameter_defaults
@@ -46,7 +46,7 @@ def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()
     if ctx is None:
         return None
     conditions = list(gates) + _arm_conditions(ctx, stmt)
-    inlined = [part for c in conditions for part in _conjuncts(_inline(analysis, scope, c, stmt))]
+    inlined = [part for c in conditions for part in conjuncts(_inline(analysis, scope, c, stmt))]
     flags = _private_flags(analysis, scope, inlined)
     if any(evaluate(c, flags) is False for c in inlined):
         return NEVER
@@ -199,16 +199,10 @@ def _arm_conditions(ctx, stmt) -> List[ast.AST]:
     out: List[ast.AST] = []
     for owner, in_body in if_arms(ctx.blocks, stmt):
         if in_body:
-            out.extend(_conjuncts(owner.test))
+            out.extend(conjuncts(owner.test))
         else:
             out.append(ast.UnaryOp(op=ast.Not(), operand=owner.test))
     return out
-
-
-def _conjuncts(test) -> List[ast.AST]:
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return [part for value in test.values for part in _conjuncts(value)]
-    return [test]
 
 
 def _inline(analysis, scope: Scope, expr, stmt, depth: int = 0):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
-from .module_index import LOOP_TYPES, Scope, if_arms, start_of
+from .module_index import LOOP_TYPES, Scope, conjuncts, if_arms, start_of
 from .names import dotted
 
 
@@ -57,14 +57,8 @@ def _guards(ctx, stmt) -> Optional[List[ast.AST]]:
     for owner, in_body in if_arms(ctx.blocks, stmt):
         if not in_body:
             return None
-        out.extend(_conjuncts(owner.test))
+        out.extend(conjuncts(owner.test))
     return out
-
-
-def _conjuncts(test) -> List[ast.AST]:
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return [part for value in test.values for part in _conjuncts(value)]
-    return [test]
 
 
 def _switches_off(stmt, key: str) -> bool:
@@ -81,7 +75,7 @@ def _always_after(index, ctx, reset, guards) -> bool:
     if len(where.loops) > len(ctx.loops) or any(a is not b for a, b in zip(where.loops, ctx.loops)):
         return False
     for owner, in_body in if_arms(where.blocks, reset):
-        if not in_body or any(ast.dump(part) not in guards for part in _conjuncts(owner.test)):
+        if not in_body or any(ast.dump(part) not in guards for part in conjuncts(owner.test)):
             return False
     # A handler, a loop's ``else`` or a ``match`` case may be skipped whatever the guards.
     return all(isinstance(block, LOOP_TYPES) or isinstance(getattr(block, "owner", None), ast.If)

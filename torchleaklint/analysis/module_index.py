@@ -147,6 +147,13 @@ def if_arms(blocks, node: ast.AST):
             yield owner, any(contains(s, node) for s in owner.body)
 
 
+def conjuncts(test) -> List[ast.AST]:
+    """The parts of an ``and`` that must all hold (the test itself when it is no ``and``)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [part for value in test.values for part in conjuncts(value)]
+    return [test]
+
+
 def key_bases(key: str) -> List[str]:
     """The keys an attribute key hangs from: ``a.b.c`` gives ``a`` and ``a.b``."""
     parts = key.split(".")

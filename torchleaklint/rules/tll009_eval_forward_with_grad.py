@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from ..analysis.backpropagated_results import backpropagated_result
 from ..analysis.call_arity import call_fits
