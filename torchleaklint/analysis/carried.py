@@ -13,7 +13,7 @@ from .detachers import DETACH_METHODS
 from .free_reads import free_reads
 from .graph import Evidence
 from .lifetimes import every_iteration
-from .module_index import LOOP_TYPES, Scope, contains, container_key, if_arms, key_bases, start_of
+from .module_index import LOOP_TYPES, Scope, contains, container_key, if_arms, key_bases, start_of, within
 from .names import dotted, words
 
 DETACHING_HELPER_WORDS = frozenset({"detach", "repackage", "truncate", "cut", "stop"})
@@ -236,7 +236,7 @@ def _runs_before(analysis, first, second) -> bool:
     a, b = analysis.index.ctx(first), analysis.index.ctx(second)
     if a is None or b is None or (first.lineno, first.col_offset) >= (second.lineno, second.col_offset):
         return False
-    return len(a.blocks) <= len(b.blocks) and all(x is y for x, y in zip(a.blocks, b.blocks))
+    return within(b.blocks, a.blocks)
 
 
 def _same_guard_before(analysis, scope: Scope, loop, first, second) -> bool:
@@ -255,7 +255,7 @@ def _same_guard_before(analysis, scope: Scope, loop, first, second) -> bool:
     tests = {ast.dump(t) for t in _if_tests_holding(b.blocks[shared:], second)}
     for block in extra:
         guard = _if_tests_holding([block], first)
-        if not guard or ast.dump(guard[0]) not in tests or _rebound_in(scope, loop, guard[0]):
+        if not guard or ast.dump(guard[0]) not in tests or _rebound_in(analysis, scope, loop, guard[0]):
             return False
     return True
 
@@ -265,12 +265,12 @@ def _if_tests_holding(blocks, stmt) -> List[ast.AST]:
     return [owner.test for owner, in_body in if_arms(blocks, stmt) if in_body]
 
 
-def _rebound_in(scope: Scope, loop, test) -> bool:
+def _rebound_in(analysis, scope: Scope, loop, test) -> bool:
     """Is a name or attribute the test reads (or a prefix of it) bound inside ``loop``?"""
     keys = {dotted(n) for n in ast.walk(test) if isinstance(n, (ast.Name, ast.Attribute))} - {None}
     if any(isinstance(n, ast.Call) for n in ast.walk(test)):
         return True  # a call may answer differently each time
-    return any(contains(loop, d.stmt) for key in keys for k in key_bases(key) + [key] for d in scope.defs_of(k))
+    return analysis.flow.bound_in(scope, loop, keys)
 
 
 def initial_value(analysis, scope: Scope, loop, key: str) -> Optional[ast.AST]:

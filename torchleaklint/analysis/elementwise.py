@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from .module_index import Scope
+from .module_index import Scope, within
 from .names import dotted
 
 
@@ -28,7 +28,7 @@ def rebound_elementwise(oracle, container, scope: Scope, stmt) -> bool:
                 and _over_indices(loop, key)):
             continue
         ctx = index.ctx(loop)
-        if ctx is None or len(ctx.blocks) > len(use.blocks) or any(a is not b for a, b in zip(ctx.blocks, use.blocks)):
+        if ctx is None or not within(use.blocks, ctx.blocks):
             continue  # the loop may not have run on the way to the read
         if any(d.stmt.lineno > loop.lineno for d in oracle.analysis.flow.reaching(scope, key, stmt)):
             continue  # the list is rebound after the loop

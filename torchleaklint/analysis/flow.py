@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, List, Optional, Set, Tuple
 
-from .module_index import LOOP_TYPES, Def, Scope, contains, key_bases, start_of
+from .module_index import LOOP_TYPES, Def, Scope, contains, key_bases, start_of, within
 
 
 class Flow:
@@ -34,7 +34,7 @@ class Flow:
         if isinstance(d.stmt, LOOP_TYPES):
             # The target of ``for x in xs`` is bound inside the loop only.
             return any(b is d.stmt for b in uctx.blocks)
-        return len(blocks) <= len(uctx.blocks) and all(a is b for a, b in zip(blocks, uctx.blocks))
+        return within(uctx.blocks, blocks)
 
     def reaching(self, scope: Scope, key: str, use_stmt) -> List[Def]:
         defs = scope.defs_of(key)
@@ -85,29 +85,33 @@ class Flow:
         ``if``/``elif`` chain without ``else`` whose tests the loop never changes, for a
         name bound nowhere before the loop (on the first iteration an arm must bind it, or
         the read fails; the same arm runs on every later one)."""
-        ix = self.analysis.index
-        uctx = ix.ctx(use_stmt)
-        found = []
+        uctx = self.analysis.index.ctx(use_stmt)
         # Bound nowhere before the outermost loop: the first time the chain runs, one arm
         # must bind it; with tests nothing in that loop changes, the same arm binds it
         # every time after.
         outermost = uctx.loops[0] if uctx is not None and uctx.loops else outer
         unbound_before = all(d.kind not in ("param", "import", "global") and d.start > start_of(outermost)
                              for d in scope.defs_of(key))
-        for d in out:
+        return [owner for owner in self._ifs_on_the_way(use_stmt, [d for d in out if contains(outer, d.stmt)])
+                if _arms_rebind(owner, key) or (unbound_before and _chain_rebinds(owner, key)
+                                                and self._invariant_tests(scope, owner, outermost))]
+
+    def _ifs_on_the_way(self, use_stmt, defs: List[Def]) -> list:
+        """The ``if`` statements around some of ``defs`` that the use is not in, and that
+        sit in the use's block or one around it: each runs on the way to the use."""
+        ix = self.analysis.index
+        uctx = ix.ctx(use_stmt)
+        found = []
+        if uctx is None:
+            return found
+        for d in defs:
             dctx = ix.ctx(d.stmt)
-            if dctx is None or not contains(outer, d.stmt):
-                continue
-            for block in dctx.blocks:
+            for block in (dctx.blocks if dctx is not None else ()):
                 owner = getattr(block, "owner", None)
                 if not isinstance(owner, ast.If) or owner in found or contains(owner, use_stmt):
                     continue
                 octx = ix.ctx(owner)
-                if octx is None or len(octx.blocks) > len(uctx.blocks) or any(
-                        a is not b for a, b in zip(octx.blocks, uctx.blocks)):
-                    continue
-                if _arms_rebind(owner, key) or (unbound_before and _chain_rebinds(owner, key)
-                                                and self._invariant_tests(scope, owner, outermost)):
+                if octx is not None and within(uctx.blocks, octx.blocks):
                     found.append(owner)
         return found
 
@@ -120,37 +124,21 @@ class Flow:
         while isinstance(node, ast.If):
             read |= expr_keys(node.test)
             node = node.orelse[0] if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If) else None
-        roots = {key.split(".")[0] for key in read}
-        for key in read | roots:
-            if any(contains(loop, d.stmt) for d in scope.defs_of(key)):
-                return False
-        return bool(read)
+        return bool(read) and not self.bound_in(scope, loop, read)
+
+    def bound_in(self, scope: Scope, loop, keys) -> bool:
+        """Is one of ``keys`` (names or attribute paths), or an object it hangs from, bound
+        inside ``loop``?"""
+        return any(contains(loop, d.stmt) for key in keys for k in key_bases(key) + [key] for d in scope.defs_of(k))
 
     def _past_rebinding_arms(self, key: str, use_stmt, out: List[Def]) -> List[Def]:
         """Drop the definitions made before an ``if``/``else`` whose every arm rebinds the
         name (or leaves) on the way to the use: ``if a: loss = loss.item() else: loss, err
         = (loss.item(), err.item())`` kills the graph-carrying ``loss`` bound before it."""
-        ix = self.analysis.index
-        uctx = ix.ctx(use_stmt)
-        if uctx is None:
+        starts = [start_of(owner) for owner in self._ifs_on_the_way(use_stmt, out) if _arms_rebind(owner, key)]
+        if not starts:
             return out
-        cutoff = None
-        for d in out:
-            dctx = ix.ctx(d.stmt)
-            if dctx is None:
-                continue
-            for block in dctx.blocks:
-                owner = getattr(block, "owner", None)
-                if not isinstance(owner, ast.If) or contains(owner, use_stmt) or (cutoff and start_of(owner) <= cutoff):
-                    continue
-                octx = ix.ctx(owner)
-                if octx is None or len(octx.blocks) > len(uctx.blocks) or any(
-                        a is not b for a, b in zip(octx.blocks, uctx.blocks)):
-                    continue
-                if _arms_rebind(owner, key):
-                    cutoff = start_of(owner)
-        if cutoff is None:
-            return out
+        cutoff = max(starts)
         return [d for d in out if d.start >= cutoff]
 
     def _overwrites(self, later: Def, d: Def, scope: Scope) -> bool:
@@ -164,7 +152,7 @@ class Flow:
         lctx, dctx = ix.ctx(later.stmt), ix.ctx(d.stmt)
         if lctx is None or dctx is None or lctx.scope is not dctx.scope:
             return False
-        if len(lctx.blocks) > len(dctx.blocks) or not all(a is b for a, b in zip(lctx.blocks, dctx.blocks)):
+        if not within(dctx.blocks, lctx.blocks):
             return False
         after, before = d.end, later.start
         return not any(after <= start_of(jump) < before for jump in self._jumps(scope))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
-from .module_index import LOOP_TYPES, Scope, conjuncts, if_arms, start_of
+from .module_index import LOOP_TYPES, Scope, conjuncts, if_arms, start_of, within
 from .names import dotted
 
 
@@ -72,7 +72,7 @@ def _always_after(index, ctx, reset, guards) -> bool:
     where = index.ctx(reset)
     if where is None or where.scope is not ctx.scope:
         return False
-    if len(where.loops) > len(ctx.loops) or any(a is not b for a, b in zip(where.loops, ctx.loops)):
+    if not within(ctx.loops, where.loops):
         return False
     for owner, in_body in if_arms(where.blocks, reset):
         if not in_body or any(ast.dump(part) not in guards for part in conjuncts(owner.test)):

@@ -34,6 +34,24 @@ def contains(outer: ast.AST, inner: ast.AST) -> bool:
     return start_of(outer) <= start_of(inner) and end_of(inner) <= end_of(outer)
 
 
+def within(inner: Tuple[ast.AST, ...], outer: Tuple[ast.AST, ...]) -> bool:
+    """Are the blocks (or loops) ``outer`` those around ``inner``'s, from the outermost on:
+    does a statement with the context ``inner`` sit in the same block as one with
+    ``outer``, or in a block nested in it?"""
+    return len(outer) <= len(inner) and all(a is b for a, b in zip(outer, inner))
+
+
+def body_nodes(root: ast.AST):
+    """The nodes of a module's or function's body, not descending into the functions,
+    classes and lambdas defined in it."""
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    stack = [node for node in root.body if not isinstance(node, nested)]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, nested))
+
+
 @dataclass
 class StmtContext:
     """Where a statement sits: its scope, the loops around it (outermost first) and the
