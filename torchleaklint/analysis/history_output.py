@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from .module_index import body_nodes
 from .names import dotted, last_name
 from .summaries import short_path
 
@@ -29,7 +30,7 @@ def written_out_whole(tree: ast.AST, key: str) -> Optional[int]:
     np.array([np.concatenate(self.preds), ...]); np.save(path, positions)``), or None."""
     for body in _bodies(tree):
         bound = None
-        for node in _own_walk(body):
+        for node in body_nodes(body):
             if not isinstance(node, ast.Call) or last_name(node.func) not in OUTPUT_CALLS:
                 continue
             for arg in list(node.args) + [k.value for k in node.keywords]:
@@ -51,18 +52,8 @@ def _bodies(tree: ast.AST):
             yield node
 
 
-def _own_walk(body: ast.AST):
-    stack = list(ast.iter_child_nodes(body))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
-
-
 def _names_bound_whole(body: ast.AST, key: str) -> frozenset:
-    return frozenset(t.id for node in _own_walk(body) if isinstance(node, ast.Assign) and _whole(node.value, key)
+    return frozenset(t.id for node in body_nodes(body) if isinstance(node, ast.Assign) and _whole(node.value, key)
                      for t in node.targets if isinstance(t, ast.Name))
 
 

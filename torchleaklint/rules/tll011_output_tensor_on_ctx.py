@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, Set
+from typing import Dict
 
+from ..analysis.module_index import body_nodes
 from .autograd_functions import autograd_functions, is_static
 from .base import Invalid, Rule, RuleContext
 
@@ -142,20 +143,10 @@ class TopK(Function):
                                       [f"`{name}` is returned at line {returned[name]}"])
 
 
-def _own_nodes(function: ast.AST):
-    """The nodes of a function body, not descending into nested functions or classes."""
-    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-    stack = [node for node in function.body if not isinstance(node, nested)]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, nested))
-
-
 def _returned_names(function: ast.AST) -> Dict[str, int]:
     """Plain names returned by the function (alone or as tuple/list elements), with the line."""
     out: Dict[str, int] = {}
-    for node in _own_nodes(function):
+    for node in body_nodes(function):
         if isinstance(node, ast.Return) and node.value is not None:
             value = node.value
             elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
@@ -168,7 +159,7 @@ def _returned_names(function: ast.AST) -> Dict[str, int]:
 def _rebound_between(function: ast.AST, name: str, stmt: ast.AST, return_line: int) -> bool:
     """Is ``name`` assigned again after the ``ctx`` store and before the return, so that the
     returned tensor is another object?"""
-    for node in _own_nodes(function):
+    for node in body_nodes(function):
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
         if not targets or node is stmt or not stmt.lineno < node.lineno <= return_line:
@@ -180,7 +171,7 @@ def _rebound_between(function: ast.AST, name: str, stmt: ast.AST, return_line: i
 
 def _ctx_stores(function: ast.AST, ctx_name: str):
     """(statement, attribute, stored name) for ``ctx.attr = name`` and tuple forms of it."""
-    for node in _own_nodes(function):
+    for node in body_nodes(function):
         if not isinstance(node, ast.Assign):
             continue
         for target in node.targets:
