@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 
 from .argument_derived import parameters_behind
 from .call_arity import arguments_fit
+from .inference import spelled_graph_free
 from .module_index import Scope
 from .names import dotted
 from .objects import PARALLEL_WRAPPERS
@@ -107,18 +108,27 @@ def _returns_tuple_of(analysis, scope: Scope, expr, arity: int) -> bool:
     that each return only such tuples (``return self.metric(logits, labels)``)?"""
     if isinstance(expr, ast.Tuple):
         return len(expr.elts) == arity
-    if not isinstance(expr, ast.Call) or analysis.project is None:
-        return False
-    at = stmt_of(analysis, scope, expr)
-    refs = analysis.graph.kinds.resolve_functions(expr.func, scope, at) if at is not None else []
+    returned = _helper_returns(analysis, scope, expr) if isinstance(expr, ast.Call) else None
+    return returned is not None and all(isinstance(r, ast.Tuple) and len(r.elts) == arity for _, _, r in returned)
+
+
+def _helper_returns(analysis, scope: Scope, call: ast.Call):
+    """(analysis, scope, returned expression) for every ``return`` of the project
+    functions ``call`` resolves to; None when it resolves to none, to more than a few, or
+    to one that cannot be read or returns nothing."""
+    at = stmt_of(analysis, scope, call)
+    if at is None or analysis.project is None:
+        return None
+    refs = analysis.graph.kinds.resolve_functions(call.func, scope, at)
     if not refs or len(refs) > MAX_ARITY_CANDIDATES:
-        return False
+        return None
+    out = []
     for ref in refs:
         found = analysis.project.scope_for(ref)
-        if found is None or not found[1].returns or not all(
-                isinstance(r, ast.Tuple) and len(r.elts) == arity for r in found[1].returns):
-            return False
-    return True
+        if found is None or not found[1].returns:
+            return None
+        out.extend((found[0], found[1], expr) for expr in found[1].returns)
+    return out
 
 
 def _imported_with_packages(project, module: str) -> set:
@@ -239,7 +249,7 @@ def _position_free_in(oracle, forward, call, index: int, scope: Scope, stmt) -> 
         at = stmt_of(analysis, fscope, expr)
         if at is None:
             return False
-        if _spelled_graph_free(analysis, fscope, item, at):
+        if spelled_graph_free(analysis, fscope, item, at):
             found = True
             continue
         params = parameters_behind(analysis, fscope, item, at)
@@ -252,33 +262,16 @@ def _position_free_in(oracle, forward, call, index: int, scope: Scope, stmt) -> 
 def _helper_position_free(analysis, scope: Scope, call: ast.Call, index: int) -> bool:
     """Is item ``index`` of every tuple the called project function returns graph-free by
     its spelling (``return loss, torch.mean((preds == labels).float())``)?"""
-    at = stmt_of(analysis, scope, call)
-    if at is None or analysis.project is None:
+    returned = _helper_returns(analysis, scope, call)
+    if returned is None:
         return False
-    refs = analysis.graph.kinds.resolve_functions(call.func, scope, at)
-    if not refs or len(refs) > MAX_ARITY_CANDIDATES:
-        return False
-    for ref in refs:
-        found = analysis.project.scope_for(ref)
-        if found is None or not found[1].returns:
+    for callee_analysis, callee, expr in returned:
+        where = stmt_of(callee_analysis, callee, expr)
+        if where is None or not isinstance(expr, ast.Tuple) or index >= len(expr.elts) or any(
+                isinstance(e, ast.Starred) for e in expr.elts) \
+                or not spelled_graph_free(callee_analysis, callee, expr.elts[index], where):
             return False
-        callee_analysis, callee = found
-        for expr in callee.returns:
-            where = stmt_of(callee_analysis, callee, expr)
-            if where is None or not isinstance(expr, ast.Tuple) or index >= len(expr.elts) or any(
-                    isinstance(e, ast.Starred) for e in expr.elts) \
-                    or not _spelled_graph_free(callee_analysis, callee, expr.elts[index], where):
-                return False
     return True
-
-
-def _spelled_graph_free(analysis, fscope: Scope, item, at) -> bool:
-    """``acc.item()``, ``(preds == labels).float()``, a name bound only to such values, or
-    a call of a project function whose every return is spelled so (``acc =
-    utils.compute_acc(logits, y)`` returning ``(...).mean().item()``)."""
-    from .inference import spelled_graph_free
-
-    return spelled_graph_free(analysis, fscope, item, at)
 
 
 def _arguments_graph_free(oracle, call: ast.Call, fscope: Scope, params, scope: Scope, stmt) -> bool:
