@@ -530,7 +530,7 @@ def unreferenced(analysis, name: str, own=None) -> bool:
     project = analysis.project
     if project is None:
         return False
-    inside = {id(n) for n in ast.walk(own)} if own is not None else set()
+    inside = {id(n) for n in walk_nodes(own)} if own is not None else set()
     sites = project.call_sites(name)
     if sites and not (own is not None and all(
             site[0] == analysis.index.module_name and site[1].split(".")[0] == name for site in sites)):
@@ -541,14 +541,7 @@ def unreferenced(analysis, name: str, own=None) -> bool:
             return False  # no user of this module is linted (one file in an editor or a hook): unknown
         if _named_by_importers(project, module, name):
             return False  # imported by another module, which may hand it on as a value
-    for node in ast.walk(analysis.index.tree):
-        if id(node) in inside:
-            continue
-        if isinstance(node, ast.Name) and node.id == name:
-            return False  # handed on as a value (a callback, a registry entry)
-        if isinstance(node, ast.Attribute) and node.attr == name:
-            return False
-    return True
+    return not _mentions(analysis.index.tree, name, skip=inside)  # nor handed on as a value (a callback, a registry entry)
 
 
 def _named_by_importers(project, module: str, name: str) -> bool:
@@ -557,13 +550,21 @@ def _named_by_importers(project, module: str, name: str) -> bool:
     helpers does not use this one)?"""
     for importer in project.importers_of_name(f"{module}.{name}"):
         other = project.analysis(importer)
-        if other is None:
+        if other is None or _mentions(other.index.tree, name, imported=True):
             return True
-        for node in walk_nodes(other.index.tree):
-            if (isinstance(node, ast.alias) and (node.asname or node.name).split(".")[-1] == name) \
-                    or (isinstance(node, ast.Name) and node.id == name) \
-                    or (isinstance(node, ast.Attribute) and node.attr == name):
-                return True
+    return False
+
+
+def _mentions(tree, name: str, skip=frozenset(), imported: bool = False) -> bool:
+    """Does the tree name ``name`` (``name``, ``x.name``; with ``imported``, an import of
+    it), outside the nodes in ``skip``?"""
+    for node in walk_nodes(tree):
+        if id(node) in skip:
+            continue
+        if (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name):
+            return True
+        if imported and isinstance(node, ast.alias) and (node.asname or node.name).split(".")[-1] == name:
+            return True
     return False
 
 
