@@ -162,6 +162,14 @@ def calls_reaching(analysis, scope: Scope, limit: int = MAX_SITES):
                 yield caller_analysis, holder, call, stmt, bool(refs)
 
 
+def method_of_an_object(caller_analysis, scope: Scope, call: ast.Call) -> bool:
+    """Is ``call`` (``model.train()``) a method call on an object, which cannot reach the
+    module-level function ``scope`` (only ``module.train()`` on an imported module can)?"""
+    if scope.class_name or not isinstance(call.func, ast.Attribute):
+        return False
+    return caller_analysis.index.imports.qualname(call.func.value) is None
+
+
 def resolved_refs(analysis, holder: Scope, call: ast.Call, stmt) -> set:
     """The project functions ``call`` resolves to, as (module, qualname) pairs."""
     return {(r.module, r.qualname) for r in analysis.graph.kinds.resolve_functions(call.func, holder, stmt)}

@@ -23,7 +23,7 @@ import ast
 import copy
 from typing import Dict, List, Optional
 
-from .callers import calls_reaching
+from .callers import calls_reaching, method_of_an_object
 from .flag_arms import evaluate
 from .latches import switched_off_after
 from .module_index import Scope, conjuncts, if_arms
@@ -62,7 +62,7 @@ def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()
     if depth >= MAX_DEPTH or _called_implicitly(scope):
         return None
     sites = [site for site in calls_reaching(analysis, scope, MAX_SITES)
-             if site is None or site[4] or not _method_of_an_object(site[0], scope, site[2])]
+             if site is None or site[4] or not method_of_an_object(site[0], scope, site[2])]
     if not sites or any(site is None or not site[4] for site in sites):
         return None  # uncalled, or a call the analysis cannot place: it may run anywhere
     live = 0
@@ -165,7 +165,7 @@ def _param_never_true(analysis, scope: Scope, param: str, depth: int) -> bool:
             return False
         caller_analysis, caller_scope, call, _, resolved = site
         if not resolved:
-            if _method_of_an_object(caller_analysis, scope, call):
+            if method_of_an_object(caller_analysis, scope, call):
                 continue
             return False
         value = argument_of(call, scope, param)
@@ -183,14 +183,6 @@ def _called_implicitly(scope: Scope) -> bool:
     """``forward`` runs through ``model(x)``, a dunder through its operator: their calls
     are not spelled with their names, so the calls in view are not all of them."""
     return scope.name == "forward" or (scope.name.startswith("__") and scope.name.endswith("__"))
-
-
-def _method_of_an_object(caller_analysis, scope: Scope, call: ast.Call) -> bool:
-    """Is ``call`` (``model.train()``) a method call on an object, which cannot reach the
-    module-level function ``scope`` (only ``module.train()`` on an imported module can)?"""
-    if scope.class_name or not isinstance(call.func, ast.Attribute):
-        return False
-    return caller_analysis.index.imports.qualname(call.func.value) is None
 
 
 def _arm_conditions(ctx, stmt) -> List[ast.AST]:

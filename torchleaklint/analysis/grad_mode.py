@@ -8,6 +8,7 @@ import ast
 from typing import Optional, Tuple
 
 from .call_arity import call_fits
+from .callers import method_of_an_object
 from .module_index import Scope, calls_named, grad_off_call
 from .process_grad_off import constructor_switches_grad_off, entry_switches_grad_off
 from .project import LIGHTNING_NO_GRAD_HOOKS, MAX_CALL_SITES, FunctionRef
@@ -107,11 +108,8 @@ class GradMode:
         if found is None:
             return True
         caller_analysis, caller_scope = found
-        aliases = caller_analysis.index.imports.aliases
         calls = [call for call, _ in calls_named(caller_scope, scope.name)]
-        return not calls or any(
-            isinstance(call.func, ast.Name) or (isinstance(call.func, ast.Attribute) and isinstance(
-                call.func.value, ast.Name) and call.func.value.id in aliases) for call in calls)
+        return not calls or any(not method_of_an_object(caller_analysis, scope, call) for call in calls)
 
     def _reaching(self, sites, scope: Scope, judged: dict):
         """The sites whose caller may reach the method (judged once per caller). A site under
