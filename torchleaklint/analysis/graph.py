@@ -381,7 +381,7 @@ class GraphOracle:
         summary = self.kinds.call_summary(call, scope, stmt, 0, oracle=self)
         if summary is not None:
             whole = summary.whole()
-            if whole is not None and self._frozen_receiver(call, scope, stmt):
+            if whole is not None and self.frozen_receiver(call, scope, stmt):
                 # ``ema_vae.forward_get_latents(x)`` on a frozen module
                 return self._through_arguments(call, scope, stmt, bindings, depth)
             return whole
@@ -438,7 +438,7 @@ class GraphOracle:
                 return ev
         return None
 
-    def _frozen_receiver(self, call, scope: Scope, stmt) -> bool:
+    def frozen_receiver(self, call, scope: Scope, stmt) -> bool:
         """A method called on a module instance that is frozen where it runs."""
         func = call.func
         if not isinstance(func, ast.Attribute):

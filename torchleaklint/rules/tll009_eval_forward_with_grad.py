@@ -665,11 +665,8 @@ def _frozen(analysis, scope, call, stmt) -> bool:
     ``G = copy.deepcopy(G).eval().requires_grad_(False)``: every parameter of ``G``,
     its submodules' too, records no autograd)?"""
     name = dotted(call.func)
-    if name is None:
-        return False
-    parts = name.split(".")
-    start = 2 if parts[0] == "self" else 1
-    return any(frozen_module(analysis, scope, ".".join(parts[:end]), stmt) for end in range(len(parts), start - 1, -1))
+    return name is not None and (frozen_module(analysis, scope, name, stmt)
+                                 or analysis.graph.frozen_receiver(call, scope, stmt))
 
 
 def _parameterless_module(analysis, call, scope, stmt) -> bool:
