@@ -373,7 +373,7 @@ class GraphOracle:
             return loss
         module = self.kinds.module_call(call, scope, stmt)
         if module is not None:
-            if self._frozen(call, scope, stmt) or self._parameter_free(call, scope, stmt):
+            if self._frozen(call, scope, stmt) or self.parameter_free(call, scope, stmt):
                 # a frozen module, or one that holds no parameter (a metric or a wrapped
                 # autograd Function): a graph only through what it is given
                 return self._through_arguments(call, scope, stmt, bindings, depth)
@@ -412,9 +412,13 @@ class GraphOracle:
                     return None
         return None
 
-    def _parameter_free(self, call, scope: Scope, stmt) -> bool:
+    def parameter_free(self, call, scope: Scope, stmt) -> bool:
         """Is the called module an instance of a project class that holds no parameter?"""
-        return _holds_no_parameters(self.kinds, call, scope, stmt)
+        from .parameterless import called_class, holds_no_parameters
+
+        project = self.kinds.project
+        cls = called_class(self.kinds, call, scope, stmt) if project is not None else None
+        return cls is not None and holds_no_parameters(project, cls)
 
     def _frozen(self, call, scope: Scope, stmt) -> bool:
         """Is the called module frozen (``requires_grad_(False)``, its parameters' flags
@@ -573,14 +577,6 @@ PARAMETERLESS_LAYERS = frozenset({"Softmax", "LogSoftmax", "Softmax2d", "Sigmoid
                                   "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
                                   "AdaptiveMaxPool2d", "Upsample", "PixelShuffle", "CosineSimilarity",
                                   "PairwiseDistance"})
-
-
-def _holds_no_parameters(kinds, call, scope: Scope, stmt) -> bool:
-    from .parameterless import called_class, holds_no_parameters
-
-    project = kinds.project
-    cls = called_class(kinds, call, scope, stmt) if project is not None else None
-    return cls is not None and holds_no_parameters(project, cls)
 
 
 def parameterless_layer(analysis, func, scope: Scope, stmt) -> bool:

@@ -23,7 +23,7 @@ from ..analysis.model_methods import every_candidate, model_method_evidence
 from ..analysis.module_index import LOOP_TYPES, contains
 from ..analysis.names import dotted, words
 from ..analysis.numpy_proof import bound_then_read_as_numpy, read_as_numpy
-from ..analysis.parameterless import called_class, holds_no_parameters, plain_construction_args
+from ..analysis.parameterless import holds_no_parameters, plain_construction_args
 from ..analysis.reachability import unreachable
 from ..analysis.returned_graph import returned_for_training, submodule_frozen_in_model
 from ..analysis.repetition import repeated_call_site, setup_only
@@ -677,8 +677,7 @@ def _parameterless_module(analysis, call, scope, stmt) -> bool:
     if isinstance(built, ast.Call):  # ``Layer(...).forward(x)``, ``Layer(...)(x)``: built where it runs
         cls = analysis.graph.kinds.resolve_class(built.func, scope)
         return cls is not None and holds_no_parameters(project, cls, plain_construction_args(analysis, cls, built, scope))
-    cls = called_class(analysis.graph.kinds, call, scope, stmt)
-    return cls is not None and holds_no_parameters(project, cls)
+    return analysis.graph.parameter_free(call, scope, stmt)
 
 
 def _other_arms(analysis, scope, reported):
