@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ..analysis.callers import argument_evidence
+from ..analysis.callers import argument_evidence, calls_reaching
 from ..analysis.carried import carried_states
 from ..analysis.module_index import calls_named, contains, expr_keys, start_of
 from ..analysis.stores import all_stores
@@ -306,7 +306,7 @@ def _returned_for_backward(analysis, scope, site) -> bool:
     return False
 
 
-MAX_CALLERS = 8  # call sites of a helper judged
+MAX_CALLERS = 8  # callers of a helper judged
 
 
 def _caller_backpropagates_later(analysis, scope, site) -> bool:
@@ -319,27 +319,22 @@ def _caller_backpropagates_later(analysis, scope, site) -> bool:
     keys = set(site.keys)
     if project is None or not keys or not keys <= set(scope.params):
         return False
-    judged = 0
-    for found in project.callers(scope.name) or ():
+    for found in calls_reaching(analysis, scope, MAX_CALLERS):
         if found is None:
             continue
-        caller_analysis, caller_scope = found
-        for call, stmt in calls_named(caller_scope, scope.name):
-            judged += 1
-            if judged > MAX_CALLERS:
-                return False
-            args = [argument_of(call, scope, key) for key in keys]
-            if any(arg is None for arg in args):
+        caller_analysis, caller_scope, call, stmt, _ = found
+        args = [argument_of(call, scope, key) for key in keys]
+        if any(arg is None for arg in args):
+            continue
+        handed = _names_behind(caller_analysis, caller_scope, {k for a in args for k in expr_keys(a)}, stmt)
+        ctx = caller_analysis.index.ctx(stmt)
+        outer = ctx.loops[0] if ctx is not None and ctx.loops else caller_scope.node
+        for other in caller_scope.backward_sites:
+            if not contains(outer, other.call) or start_of(other.call) <= start_of(call):
                 continue
-            handed = _names_behind(caller_analysis, caller_scope, {k for a in args for k in expr_keys(a)}, stmt)
-            ctx = caller_analysis.index.ctx(stmt)
-            outer = ctx.loops[0] if ctx is not None and ctx.loops else caller_scope.node
-            for other in caller_scope.backward_sites:
-                if not contains(outer, other.call) or start_of(other.call) <= start_of(call):
-                    continue
-                later = _ancestry(caller_analysis, caller_scope, other)
-                if handed is None or later is None or (handed - {"self"}) & later:
-                    return True
+            later = _ancestry(caller_analysis, caller_scope, other)
+            if handed is None or later is None or (handed - {"self"}) & later:
+                return True
     return False
 
 
