@@ -162,12 +162,22 @@ def calls_reaching(analysis, scope: Scope, limit: int = MAX_SITES):
                 yield caller_analysis, holder, call, stmt, bool(refs)
 
 
-def method_of_an_object(caller_analysis, scope: Scope, call: ast.Call) -> bool:
+def method_of_an_object(caller_analysis, scope: Scope, call: ast.Call, module: Optional[str] = None) -> bool:
     """Is ``call`` (``model.train()``) a method call on an object, which cannot reach the
-    module-level function ``scope`` (only ``module.train()`` on an imported module can)?"""
+    module-level function ``scope`` (only ``module.train()`` on an imported module can)?
+    Given the function's ``module``, a call through another project module that resolves
+    to a function of its own (``parser.eval(...)`` in the module defining ``eval``) cannot
+    reach it either."""
     if scope.class_name or not isinstance(call.func, ast.Attribute):
         return False
-    return caller_analysis.index.imports.qualname(call.func.value) is None
+    qualified = caller_analysis.index.imports.qualname(call.func.value)
+    if qualified is None:
+        return True
+    project = caller_analysis.project
+    if module is None or project is None:
+        return False
+    found = project.resolve_symbol(f"{qualified}.{call.func.attr}")
+    return found is not None and found != (module, scope.qualname)
 
 
 def resolved_refs(analysis, holder: Scope, call: ast.Call, stmt) -> set:

@@ -62,7 +62,7 @@ def at_most_once(analysis, scope: Scope, stmt, depth: int = 0, gates: tuple = ()
     if depth >= MAX_DEPTH or _called_implicitly(scope):
         return None
     sites = [site for site in calls_reaching(analysis, scope, MAX_SITES)
-             if site is None or site[4] or not method_of_an_object(site[0], scope, site[2])]
+             if site is None or site[4] or not method_of_an_object(site[0], scope, site[2], analysis.index.module_name)]
     if not sites or any(site is None or not site[4] for site in sites):
         return None  # uncalled, or a call the analysis cannot place: it may run anywhere
     live = 0
@@ -165,7 +165,7 @@ def _param_never_true(analysis, scope: Scope, param: str, depth: int) -> bool:
             return False
         caller_analysis, caller_scope, call, _, resolved = site
         if not resolved:
-            if method_of_an_object(caller_analysis, scope, call):
+            if method_of_an_object(caller_analysis, scope, call, analysis.index.module_name):
                 continue
             return False
         value = argument_of(call, scope, param)

@@ -109,7 +109,8 @@ class GradMode:
             return True
         caller_analysis, caller_scope = found
         calls = [call for call, _ in calls_named(caller_scope, scope.name)]
-        return not calls or any(not method_of_an_object(caller_analysis, scope, call) for call in calls)
+        return not calls or any(not method_of_an_object(caller_analysis, scope, call, self.analysis.index.module_name)
+                                 for call in calls)
 
     def _reaching(self, sites, scope: Scope, judged: dict):
         """The sites whose caller may reach the method (judged once per caller). A site under
