@@ -32,7 +32,12 @@ class RetainGraphInLoop(Rule):
     Nor in a helper that differentiates values its caller hands it
     (`calculate_lambda(perceptual_loss, gan_loss)`) when a caller backpropagates, later in
     the same iteration, a value sharing their graph (`vq_loss.backward()` with `vq_loss`
-    built from both losses).
+    built from both losses). Nor in a method that differentiates a graph the object holds
+    (`self.f0`, built by another method) when the loops calling it rebuild nothing for it
+    (`q = self.A(p)` once per conjugate-gradient iteration): the next call differentiates
+    the same graph again. A loop that rebinds the attribute, itself or through a method of
+    its class (`self.compute_loss(x, y)` before `self.update()`), gives each call a graph
+    of its own, and the retained one is still reported.
 
     ## Why is this bad
     `retain_graph=True` keeps the saved tensors of the graph after the backward pass. It is
@@ -133,7 +138,8 @@ for x, y in batches:
                         or _released(analysis, scope, site, region) \
                         or _handed_to_backward(analysis, scope, site, outer) \
                         or (not ctx_.loops and _returned_for_backward(analysis, scope, site)) \
-                        or (not ctx_.loops and _caller_backpropagates_later(analysis, scope, site)):
+                        or (not ctx_.loops and _caller_backpropagates_later(analysis, scope, site)) \
+                        or (not ctx_.loops and _object_graph_differentiated_again(analysis, scope, site)):
                     continue
                 carried = [state for l in ctx_.loops for state in carried_states(analysis, scope, l)]
                 written = _as_written(site.call)
@@ -335,6 +341,56 @@ def _caller_backpropagates_later(analysis, scope, site) -> bool:
             later = _ancestry(caller_analysis, caller_scope, other)
             if handed is None or later is None or (handed - {"self"}) & later:
                 return True
+    return False
+
+
+def _object_graph_differentiated_again(analysis, scope, site) -> bool:
+    """The helper differentiates a graph the object holds (``self.f0``, built once per outer
+    step by another method), and the loops that call it build nothing new for it (``for i
+    in range(n_cg): q = self.A(p)`` computing one Hessian-vector product per iteration of
+    conjugate gradient): the next call differentiates the same graph again, so each call
+    must retain it. Not when a loop calling it also rebinds the attribute, directly or
+    through a method of the same class: then each call has a graph of its own."""
+    keys = set(site.keys)
+    if not keys or not all(k.startswith("self.") for k in keys) or any(scope.defs_of(k) for k in keys):
+        return False
+    project = analysis.project
+    if project is None:
+        return False
+    looping = 0
+    # The loops found the way ``_called_in_loop`` finds them: by name, so that a base
+    # class's ``self.A(p)`` dispatching to the override counts.
+    for found in project.callers(scope.name) or ():
+        if found is None:
+            return False  # a caller the analysis cannot place
+        caller_analysis, caller_scope = found
+        for _, stmt in calls_named(caller_scope, scope.name):
+            ctx = caller_analysis.index.ctx(stmt)
+            if ctx is None or not ctx.loops:
+                continue
+            looping += 1
+            if _rebinds_in_loop(caller_analysis, caller_scope, ctx.loops[0], keys):
+                return False
+    return looping > 0
+
+
+def _rebinds_in_loop(analysis, scope, loop, keys) -> bool:
+    """Does the loop assign one of the ``self.*`` keys, or call a method of the caller's
+    class that does?"""
+    attrs = {k.split(".", 1)[1] for k in keys}
+    for node in ast.walk(loop):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Attribute) and t.attr in attrs:
+                        return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" and scope.class_name:
+            for other in analysis.index.scopes:
+                if other.class_name == scope.class_name and other.name == node.func.attr \
+                        and any(other.defs_of(k) for k in keys):
+                    return True
     return False
 
 
