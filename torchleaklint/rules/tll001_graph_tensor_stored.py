@@ -259,6 +259,8 @@ for x in batches:
             placed = analysis.index.ctx(stmt)
             if scope.is_function and placed is not None and placed.loops:
                 continue  # rebuilt on every iteration: one iteration's values, no growth (grad mode is TLL009's)
+            if _pieces_only(stmt.value):
+                continue  # ``[(h[0][i], h[1][i]) for i in range(n)]``: views of a value alive anyway, no new graph
             evidence = analysis.graph.carrying(stmt.value, stmt)
             if evidence is None or evidence.strength == CONVENTION:
                 continue
@@ -280,6 +282,17 @@ for x in batches:
         project = analysis.project
         return (scope.name == "training_step" and scope.class_name is not None and project is not None
                 and project.is_lightning_class(analysis.index.module_name, scope.class_name))
+
+
+PIECE_NODES = (ast.Subscript, ast.Tuple, ast.List, ast.Name, ast.Attribute, ast.Constant, ast.Slice,
+               ast.Load, ast.Store)
+
+
+def _pieces_only(comp: ast.ListComp) -> bool:
+    """Are the comprehension's elements only pieces of existing values (indexing, tuples of
+    them)? Such a list records no graph of its own: each element is a view of a value that
+    holds its graph anyway, so the list keeps nothing per element."""
+    return all(isinstance(node, PIECE_NODES) for node in ast.walk(comp.elt))
 
 
 def _forward_kept_without_backward(analysis, scope, site, evidence, escape) -> bool:
