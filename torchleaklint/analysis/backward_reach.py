@@ -13,6 +13,7 @@ import ast
 from typing import List, Optional, Tuple
 
 from .module_index import Scope, contains, start_of
+from .names import dotted
 
 MAX_TARGETS = 3  # a call that may reach more project functions than this is not followed
 
@@ -30,6 +31,9 @@ def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
     for site in scope.backward_sites:
         what = "`torch.autograd.grad`" if site.kind == "grad" else "`.backward()`"
         points.append((site.call, f"{what} at line {site.call.lineno}"))
+    for call, _ in scope.calls:
+        if _closure_step(call):
+            points.append((call, f"`{ast.unparse(call)}` at line {call.lineno}, whose closure runs the backward"))
     project = analysis.project
     if project is not None:
         kinds = analysis.graph.kinds
@@ -53,6 +57,19 @@ def gradient_points(analysis, scope: Scope) -> List[Tuple[ast.AST, str]]:
                                      f"the analysis cannot resolve, named like a project method that calls `.backward()`"))
     memo[key] = points
     return points
+
+
+def _closure_step(call: ast.Call) -> bool:
+    """``optimizer.step(closure)``: an optimizer handed a closure (L-BFGS, and any
+    optimizer's ``step(closure)``) calls it to re-evaluate the loss and its gradients:
+    the closure's contract is to run the backward pass."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "step"):
+        return False
+    owner = (dotted(func.value) or "").rsplit(".", 1)[-1].lower()
+    if not owner.startswith(("optim", "opt")):
+        return False
+    return len(call.args) == 1 or any(k.arg == "closure" for k in call.keywords)
 
 
 def _trains_in_forward(project, kinds, call, scope, stmt) -> bool:
