@@ -579,17 +579,36 @@ PARAMETERLESS_LAYERS = frozenset({"Softmax", "LogSoftmax", "Softmax2d", "Sigmoid
                                   "PairwiseDistance"})
 
 
-def parameterless_layer(analysis, func, scope: Scope, stmt) -> bool:
-    """``nn.Softmax(dim=1)``, built where it is called or bound once to a name."""
-    value = func
+def parameterless_layer(analysis, func, scope: Scope, stmt, depth: int = 0) -> bool:
+    """``nn.Softmax(dim=1)``, built where it is called or bound to a name: once, or in
+    some arms of a choice whose other arms bind lambdas that run no module
+    (``A = nn.AdaptiveAvgPool2d(s)`` for one degradation, ``A = lambda z: z * mask`` for
+    another)."""
     if isinstance(func, (ast.Name, ast.Attribute)):
         key = dotted(func)
         defs = analysis.flow.reaching(scope, key, stmt) if key else []
-        if len(defs) != 1 or defs[0].kind != "assign":
+        if not defs or any(d.kind != "assign" for d in defs):
             return False
-        value = defs[0].value
+        layers = [d for d in defs if _parameterless_construction(analysis, d.value)]
+        return bool(layers) and all(d in layers or _lambda_without_module(analysis, scope, d, depth) for d in defs)
+    return _parameterless_construction(analysis, func)
+
+
+def _parameterless_construction(analysis, value) -> bool:
     if not isinstance(value, ast.Call):
         return False
     qual = analysis.index.imports.qualname(value.func) or ""
     return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in PARAMETERLESS_LAYERS
+
+
+def _lambda_without_module(analysis, scope: Scope, d, depth: int) -> bool:
+    """A lambda whose body calls no module but layers without parameters (``lambda z:
+    A3(A2(A1(z)))`` over pooling and masking): it records a graph only through its input."""
+    value = d.value
+    if not isinstance(value, ast.Lambda) or depth >= 3:
+        return False
+    kinds = analysis.graph.kinds
+    return not any(isinstance(node, ast.Call) and kinds.module_call(node, scope, d.stmt) is not None
+                   and not parameterless_layer(analysis, node.func, scope, d.stmt, depth + 1)
+                   for node in ast.walk(value.body))
 
