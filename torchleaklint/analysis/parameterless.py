@@ -29,6 +29,11 @@ _PLAIN_CALLS = frozenset({"dict", "list", "set", "tuple", "str", "int", "float",
                           "sorted", "zip", "enumerate", "open", "frozenset"})
 _STDLIB_ROOTS = frozenset({"json", "re", "os", "collections", "string", "unicodedata", "functools", "itertools",
                            "io", "pathlib", "typing", "math"})
+# ``torch.<factory>(...)`` makes a tensor with ``requires_grad=False`` (unless asked); kept on
+# ``self`` without ``nn.Parameter`` it is no parameter.
+_TENSOR_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "tensor", "as_tensor", "from_numpy", "arange",
+                               "linspace", "eye", "zeros_like", "ones_like", "LongTensor", "FloatTensor",
+                               "Tensor", "BoolTensor", "IntTensor", "DoubleTensor"})
 _NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 
 
@@ -165,6 +170,10 @@ def _plain(value, params: set, imports, method, depth: int = 0) -> bool:
         return True  # built from the method's own plain data (modules are not built in comprehensions here)
     if isinstance(value, ast.Name):
         return value.id in params or _local_plain(value.id, params, imports, method, depth)
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+        # ``self.joints_idx = cfg.JOINTS_IDX``: a constant (spelled in capitals) of an import
+        qual = imports.qualname(value.value) or ""
+        return bool(qual) and qual.split(".")[0] != "torch" and value.attr.isupper()
     if isinstance(value, ast.BinOp):
         return _plain(value.left, params, imports, method, depth + 1) and _plain(value.right, params, imports,
                                                                                method, depth + 1)
@@ -175,6 +184,8 @@ def _plain(value, params: set, imports, method, depth: int = 0) -> bool:
         parts = qual.split(".")
         if parts[0] in _STDLIB_ROOTS:
             return True
+        if len(parts) == 2 and parts[0] == "torch" and parts[1] in _TENSOR_FACTORIES:
+            return True  # ``self.pose = torch.zeros(shape)``: a plain tensor attribute, not a registered parameter
         # ``pkg._ext.Encoder(...)``: a binding from a package's private compiled extension.
         return len(parts) > 2 and parts[0] != "torch" and any(p.startswith("_") and not p.startswith("__")
                                                                for p in parts[1:-1])
