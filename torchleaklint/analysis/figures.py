@@ -515,11 +515,54 @@ def never_called(analysis, scope: Scope) -> Optional[str]:
     dead code, a helper whose only calls are commented out, or one kept for the interactive
     prompt. No repetition of it is in view. In a module that is not a script, only when the
     linted files hold modules that import it: they are its users, and none uses this one."""
+    if scope.is_function and scope.class_name:
+        return _method_never_called(analysis, scope)
     if not scope.is_function or scope.class_name or scope.parent is not analysis.index.module_scope:
         return None
     if not unreferenced(analysis, scope.name):
         return None
     return f"nothing in the linted files calls `{scope.name}`"
+
+
+def _method_never_called(analysis, scope: Scope) -> Optional[str]:
+    """A method that nothing in the linted files calls or names, of a class whose bases are
+    all the project's own (no framework can call it as a hook): its object's users are in
+    view, as for a module-level function, and none runs it."""
+    project = analysis.project
+    name = scope.name
+    if project is None or name.startswith("__") or scope.qualname != f"{scope.class_name}.{name}" \
+            or scope.class_name not in analysis.index.classes:
+        return None  # a method of a module-level class
+    if not _own_lineage(project, analysis.index.module_name, scope.class_name):
+        return None  # a framework base may call it (a callback, a Lightning hook)
+    if project.call_sites(name):
+        return None
+    module = analysis.index.module_name
+    importers = project.importers_of_module(module)
+    if not is_script(analysis.index.tree) and not importers:
+        return None  # no user of this module is linted: unknown
+    if _mentions(analysis.index.tree, name):
+        return None  # handed on as a value (``callback=self.plot``), or named in a string table
+    for importer in importers:
+        other = project.analysis(importer)
+        if other is None or _mentions(other.index.tree, name):
+            return None
+    if any(isinstance(node, ast.Constant) and node.value == name for node in ast.walk(analysis.index.tree)):
+        return None  # ``getattr(self, "plot_" + kind)`` spelled whole
+    return f"nothing in the linted files calls `{scope.class_name}.{name}`"
+
+
+def _own_lineage(project, module: str, class_name: str, depth: int = 0) -> bool:
+    """Are all the class's bases, all the way up, project classes (or ``object``)?"""
+    if depth > 8:
+        return False
+    for base in project.class_table(module, class_name) or []:
+        if base in ("", "object"):
+            continue
+        found = project.resolve_class(module, base)
+        if found is None or not _own_lineage(project, found[0], found[1], depth + 1):
+            return False
+    return True
 
 
 def unreferenced(analysis, name: str, own=None) -> bool:

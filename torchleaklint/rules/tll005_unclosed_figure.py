@@ -42,8 +42,10 @@ class UnclosedFigure(Rule):
     the calls whose arguments fit it (tensors' `x.view(-1)` is no call of a `view(self)`
     method) and makes no figure when nothing builds its class. A helper that closes its
     figure before returning it (`plt.close(); return fig`) hands its caller nothing pyplot
-    holds. (Other methods are reported: their object's users, often a framework, call them
-    through calls the linted files do not show.)
+    holds. A method nothing in the linted files calls or names, of a class whose bases are
+    all the project's own, makes no figure either. (Other methods are reported: their
+    object's users, often a framework, call them through calls the linted files do not
+    show.)
 
     ## Why is this bad
     pyplot keeps a reference to every figure it creates until it is closed, whether or not
