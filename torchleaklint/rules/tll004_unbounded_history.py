@@ -431,11 +431,14 @@ def _periodic(analysis, stmt) -> bool:
 
 def _handed_out(analysis, class_name, key) -> bool:
     """Does a method of the class return the list itself (``def get_episode_rewards(self):
-    return self.episode_rewards``)? Then it is the object's record, kept whole on purpose."""
+    return self.episode_rewards``, or ``return self.macs, self.params``)? Then it is the
+    object's record, kept whole on purpose."""
     for scope in analysis.index.class_scopes.get(class_name, ()):
         for node in ast.walk(scope.node):
-            if isinstance(node, ast.Return) and node.value is not None and dotted(node.value) == key:
-                return True
+            if isinstance(node, ast.Return) and node.value is not None:
+                values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                if any(dotted(v) == key for v in values):
+                    return True
     return False
 
 
