@@ -15,7 +15,7 @@ from typing import Optional
 from .callers import has_known_callers
 from .frozen_construction import built_frozen, requires_grad_values
 from .graph import CONVENTION, Evidence
-from .module_index import Scope, calls_named
+from .module_index import Scope, calls_named, start_of
 from .objects import PARALLEL_WRAPPERS
 from .names import dotted
 from .summaries import argument_for, stmt_of
@@ -95,6 +95,8 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
             frozen_here = True
     if frozen_here or _parameters_frozen(scope, module, stmt.lineno):
         return True
+    if _switched_off_by_own_method(analysis, scope, module, stmt):
+        return True
     if module.startswith("self.") and scope.class_name and frozen_attribute(analysis, scope.class_name, module):
         return True
     for d in analysis.flow.reaching(scope, module, stmt):
@@ -118,6 +120,70 @@ def frozen_module(analysis, scope: Scope, module: str, stmt, depth: int = 0) -> 
         # ``G.mapping(z)`` after ``G = G.eval().requires_grad_(False)``: a submodule of a frozen module
         return frozen_module(analysis, scope, owner, stmt, depth + 1)
     return False
+
+
+def _switched_off_by_own_method(analysis, scope: Scope, module: str, stmt) -> bool:
+    """``self.R.train_mode(False)`` before the forward, where the module's own method sets
+    every parameter's ``requires_grad`` from its argument (``for p in self.parameters():
+    p.requires_grad = flag``): the last such call on the module before ``stmt``, in the
+    same block as ``stmt`` or one around it, passes False."""
+    index = analysis.index
+    where = index.ctx(stmt)
+    if where is None:
+        return False
+    last = None
+    for call, at in scope.calls:
+        if not (isinstance(call.func, ast.Attribute) and dotted(call.func.value) == module
+                and isinstance(at, ast.Expr) and at.value is call and start_of(at) < start_of(stmt)):
+            continue
+        placed = index.ctx(at)
+        if placed is None or tuple(placed.blocks) != tuple(where.blocks)[:len(placed.blocks)]:
+            continue  # under a branch the forward is not in
+        value = _requires_grad_argument(analysis, scope, call, at)
+        if value is not None and (last is None or start_of(at) > start_of(last[0])):
+            last = (at, value)
+    return last is not None and _false(last[1])
+
+
+def _requires_grad_argument(analysis, scope: Scope, call: ast.Call, at):
+    """The argument ``call`` passes for the flag its project method sets every parameter's
+    ``requires_grad`` to, or None when the method does no such thing."""
+    project = analysis.project
+    if project is None:
+        return None
+    refs = analysis.graph.kinds.resolve_functions(call.func, scope, at)
+    if not refs:
+        # a module the analysis cannot type (``self.R = Refiner(cfg).cuda(n)``): the
+        # project's methods of that name, when there are few and all of them agree
+        refs = [ref for ref in project.functions_named(call.func.attr) if "." in ref.qualname]
+    if not refs or len(refs) > 3:
+        return None
+    args = []
+    for ref in refs:
+        found = project.scope_for(ref)
+        arg = _flag_passed(found[1], call) if found is not None else None
+        if arg is None:
+            return None
+        args.append(arg)
+    return args[0] if all(ast.dump(a) == ast.dump(args[0]) for a in args) else None
+
+
+def _flag_passed(method: Scope, call: ast.Call):
+    """What ``call`` passes for the parameter ``method`` sets every parameter's
+    ``requires_grad`` to (its default when the call passes nothing), or None."""
+    params = [p for p in method.params if p != "self"]
+    for loop in method.loops:
+        values = requires_grad_values(loop, "self")
+        if not values or len(values) != 1 or not isinstance(values[0], ast.Name) or values[0].id not in params:
+            continue
+        name = values[0].id
+        arg = argument_for(call, params.index(name), name)
+        if arg is None:
+            spec = method.node.args
+            defaults = {a.arg: d for a, d in zip(spec.args[::-1], spec.defaults[::-1])}
+            arg = defaults.get(name)
+        return arg
+    return None
 
 
 def _lightning_freeze(analysis, call, module: str) -> bool:
