@@ -30,6 +30,7 @@ from ..analysis.repetition import repeated_call_site, setup_only
 from ..analysis.summaries import parameter_defaults, short_path
 from ..analysis.volatile import volatile_input
 from ..diagnostics import UNSAFE, Fix
+from ..analysis.unused_classes import never_built
 from .base import Invalid, Rule, RuleContext
 from .insertions import import_edit, line_before, torch_name
 
@@ -102,7 +103,9 @@ class EvalForwardWithGrad(Rule):
     calling `train()`, which predicts once after training; a method counts by the calls
     spelled with its name), nor when nothing in the linted files calls it at all while its
     module's users are linted, nor for an argparse command only handed to
-    `set_defaults(func=generate)` (`args.func(args)` runs it once per process). The message says where a loop repeats the call. Nor is a
+    `set_defaults(func=generate)` (`args.func(args)` runs it once per process), nor in a
+    method of a class nothing in the linted files builds while its module's users are
+    linted. The message says where a loop repeats the call. Nor is a
     function whose forward reaches its `return` when a caller trains with it: a caller
     backpropagates what it returns, or a module's `forward` returns it (directly or through
     one or two callers, as a rendering helper named `inference` inside `render_rays` does);
@@ -212,6 +215,8 @@ def evaluate(model, loader):
             if isinstance(found, str):
                 continue  # why not: kept as text for debugging the analysis
             scope_name, why, stmt, evidence = found
+            if scope.class_name and never_built(analysis, scope.class_name):
+                continue  # a method of a class nothing in the linted files builds: it never runs
             if not _repeating_loops(analysis, stmt) and _not_repeated(analysis, scope):
                 continue  # one forward, in a function the program runs once: a one-off cost, nothing repeats
             # Decorating a function that also trains (a validation loop at the end of
