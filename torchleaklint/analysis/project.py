@@ -104,9 +104,36 @@ def module_symbols(index: ModuleIndex, path: str) -> SymbolTable:
                 continue
             called.add(name)
             ctx = index.ctx(stmt)
-            off = bool(ctx and ctx.grad_off)
+            off = bool(ctx and ctx.grad_off) or _lambda_run_without_grad(index, stmt, call)
             table.call_sites.setdefault(name, []).append((scope.qualname, off))
     return table
+
+
+def _lambda_run_without_grad(index: ModuleIndex, stmt, call: ast.Call) -> bool:
+    """``eval_model = lambda model: test(model, ...)`` where every call of ``eval_model``
+    in the module runs under no_grad (and the name is used for nothing else): the call
+    inside the lambda runs there, not where the lambda is written."""
+    if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Lambda) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)):
+        return False
+    if not any(node is call for node in ast.walk(stmt.value.body)):
+        return False
+    name = stmt.targets[0].id
+    memo = index.__dict__.setdefault("_lambda_off_memo", {})
+    if name not in memo:
+        calls = uses = 0
+        all_off = True
+        for scope in index.scopes:
+            for other, at in scope.calls:
+                if isinstance(other.func, ast.Name) and other.func.id == name:
+                    calls += 1
+                    placed = index.ctx(at)
+                    all_off = all_off and bool(placed and placed.grad_off)
+        for node in ast.walk(index.tree):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+                uses += 1
+        memo[name] = calls > 0 and all_off and uses == calls
+    return memo[name]
 
 
 def rename_module(table: SymbolTable, module: str) -> None:
