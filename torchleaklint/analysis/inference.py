@@ -107,6 +107,8 @@ def spelled_graph_free(analysis, scope: Scope, expr, stmt, depth: int = 0) -> bo
             qual = analysis.index.imports.qualname(func) or ""
             if qual.split(".")[0] in ("numpy", "math", "statistics", "random"):
                 return True  # a NumPy array or a Python number
+            if qual in COPYING_CONSTRUCTORS and not any(k.arg == "requires_grad" for k in node.keywords):
+                return True  # ``torch.tensor([i, j])``: a new leaf copied from the data, whatever it is given
             if qual.startswith("torch.") and node.args and all(
                     spelled_graph_free(analysis, scope, a, stmt, depth + 1) for a in node.args):
                 return True  # ``F.softmax(logits.detach(), dim=1)``: a torch function of graph-free inputs
@@ -135,12 +137,21 @@ def _def_graph_free(analysis, scope: Scope, key: str, d, depth: int) -> bool:
         return d.value is not None and spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
     if d.kind == "aug":  # ``hit1 += 1``: graph-free when what is added is (the other bindings are judged too)
         return d.value is not None and spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
-    if d.kind != "assign" or d.index is not None:
+    if d.kind == "assign" and d.index is not None and isinstance(d.value, ast.Call):
+        # ``features, edge_index, ... = batch_graphify(...)``: item ``index`` of every tuple
+        # the project function returns
+        return d.arity is not None and _returned_item_graph_free(analysis, scope, d.value, d.index, d.arity, d.stmt,
+                                                                   depth)
+    value = d.value
+    if d.kind == "assign" and d.index is not None and isinstance(value, (ast.Tuple, ast.List)) \
+            and len(value.elts) == d.arity and not any(isinstance(e, ast.Starred) for e in value.elts):
+        value = value.elts[d.index]  # ``edge_index, edge_type = [], []``: each name its own item
+    elif d.kind != "assign" or d.index is not None:
         return False
-    if _empty_container(d.value):
-        return _filled_graph_free(analysis, scope, key, d.value, depth)
-    return (spelled_graph_free(analysis, scope, d.value, d.stmt, depth + 1)
-            or _filled_graph_free(analysis, scope, key, d.value, depth))
+    if _empty_container(value):
+        return _filled_graph_free(analysis, scope, key, value, depth)
+    return (spelled_graph_free(analysis, scope, value, d.stmt, depth + 1)
+            or _filled_graph_free(analysis, scope, key, value, depth))
 
 
 def _empty_container(value) -> bool:
@@ -165,6 +176,39 @@ def _filled_graph_free(analysis, scope: Scope, key: str, value, depth: int) -> b
     stores = stores_into(analysis, scope, key)
     return bool(stores) and all(spelled_graph_free(analysis, scope, site.value, site.stmt, depth + 1)
                                 for site in stores)
+
+
+# Constructors that copy their data into a new tensor with ``requires_grad=False``: given
+# a tensor, ``torch.tensor`` copies it detached (and warns).
+COPYING_CONSTRUCTORS = frozenset({"torch.tensor", "torch.LongTensor", "torch.FloatTensor", "torch.BoolTensor",
+                                  "torch.IntTensor", "torch.DoubleTensor", "torch.from_numpy"})
+
+
+def _returned_item_graph_free(analysis, scope: Scope, call: ast.Call, index: int, arity: int, stmt,
+                              depth: int) -> bool:
+    """Is item ``index`` graph-free in every tuple of ``arity`` items that the project
+    functions ``call`` resolves to return?"""
+    project = analysis.project
+    if project is None or depth > 2:
+        return False
+    refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt, arity)
+    if not refs or len(refs) > 3:
+        return False
+    for ref in refs:
+        found = project.scope_for(ref)
+        if found is None:
+            return False
+        callee_analysis, callee = found
+        returns = [node for node in walk_nodes(callee.node) if isinstance(node, ast.Return)]
+        if not returns:
+            return False
+        for r in returns:
+            if not (isinstance(r.value, ast.Tuple) and len(r.value.elts) == arity) or any(
+                    isinstance(e, ast.Starred) for e in r.value.elts):
+                return False
+            if not spelled_graph_free(callee_analysis, callee, r.value.elts[index], r, depth + 1):
+                return False
+    return True
 
 
 FRESH_TENSORS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"})
