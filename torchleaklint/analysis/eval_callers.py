@@ -10,6 +10,7 @@ import ast
 from typing import Callable, Optional
 
 from .backward_reach import gradient_reaching
+from .figures import never_called
 from .module_index import calls_named, start_of
 from .project import MAX_CALL_SITES, FunctionRef
 
@@ -40,6 +41,8 @@ def evaluation_callers(analysis, scope, eval_calls: Callable, named: Callable, d
         caller_analysis, caller_scope = found
         if caller_scope is scope or caller_analysis.grad.scope_off(caller_scope):
             continue  # recursion, or grad is off there anyway
+        if caller_scope.is_function and never_called(caller_analysis, caller_scope) is not None:
+            continue  # a caller nothing calls: it runs nothing, in evaluation or not
         why = _evaluation_call(caller_analysis, caller_scope, scope.name, eval_calls, named, depth,
                                method=bool(scope.class_name))
         if why is None:

@@ -4,6 +4,7 @@ them, and whether the code closes them, shows them, or hands them to someone els
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
@@ -593,8 +594,23 @@ def _named_by_importers(project, module: str, name: str) -> bool:
     helpers does not use this one)?"""
     for importer in project.importers_of_name(f"{module}.{name}"):
         other = project.analysis(importer)
-        if other is None or _mentions(other.index.tree, name, imported=True):
+        if other is None:
             return True
+        local = {(a.asname or a.name).split(".")[-1] for a in walk_nodes(other.index.tree)
+                 if isinstance(a, ast.alias) and a.name.split(".")[-1] == name} or {name}
+        if any(_mentions(other.index.tree, n) for n in local):
+            return True  # used by name (an import alone binds the name without using it)
+        if _mentions(other.index.tree, name, imported=True) and (
+                os.path.basename(other.path) == "__init__.py" or _exported(other.index.tree, name)):
+            return True  # a package's ``__init__`` (or an ``__all__``) hands it on to its own importers
+    return False
+
+
+def _exported(tree, name: str) -> bool:
+    """Is ``name`` listed in the module's ``__all__``?"""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return any(isinstance(e, ast.Constant) and e.value == name for e in ast.walk(node.value))
     return False
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from .eval_callers import scope_of_caller
+from .figures import never_called
 from .module_index import calls_named
 from .project import MAX_CALL_SITES
 from .self_calls import self_call_sites
@@ -47,6 +48,8 @@ def _attribute_call_with_grad(project, module: str, caller: str, name: str) -> b
     if found is None:
         return True
     caller_analysis, caller_scope = found
+    if caller_scope.is_function and never_called(caller_analysis, caller_scope) is not None:
+        return False  # a caller nothing calls runs nothing
     return any(isinstance(call.func, ast.Attribute) and not caller_analysis.index.ctx(stmt).grad_off
                for call, stmt in calls_named(caller_scope, name))
 
