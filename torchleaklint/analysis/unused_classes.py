@@ -25,3 +25,39 @@ def never_built(analysis, class_name: str) -> Optional[str]:
     if any(isinstance(node, ast.Constant) and node.value == class_name for node in ast.walk(analysis.index.tree)):
         return None  # built by name (``getattr(module, "Logger")``, a config string)
     return f"nothing in the linted files builds `{class_name}`"
+
+
+def unused_module(analysis) -> bool:
+    """Do the modules importing this one (tests aside) use nothing they import from it
+    (``from det3d.models.losses import metrics`` left behind in three heads, none of which
+    names ``metrics`` again)? Then none of its classes is built by the program. Without
+    such importers nothing is known."""
+    project = analysis.project
+    if project is None:
+        return False
+    module = analysis.index.module_name
+    last = module.rsplit(".", 1)[-1]
+    importers = [m for m in project.importers_of_module(module) if not project.is_test_module(m)]
+    if not importers:
+        return False
+    own = set(analysis.index.classes) | {s.name for s in analysis.index.scopes if s.is_function}
+    for importer in importers:
+        other = project.analysis(importer)
+        if other is None:
+            return False
+        local = set()
+        for node in ast.walk(other.index.tree):
+            if isinstance(node, ast.ImportFrom):
+                source = (node.module or "").rsplit(".", 1)[-1]
+                for alias in node.names:
+                    if alias.name == "*":
+                        return False  # names of unknown origin
+                    if alias.name == last or (source == last and alias.name in own):
+                        local.add(alias.asname or alias.name)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.rsplit(".", 1)[-1] == last or alias.name.split(".")[0] == module.split(".")[0]:
+                        local.add(alias.asname or alias.name.split(".")[0])
+        if not local or any(isinstance(n, ast.Name) and n.id in local for n in ast.walk(other.index.tree)):
+            return False  # imported some other way, or used
+    return True

@@ -11,7 +11,7 @@ from ..analysis.graph import STRONG
 from ..analysis.module_index import expr_keys
 from ..analysis.names import dotted
 from ..analysis.parameter_loops import ModuleTensor, bare_reads, module_tensor_names
-from ..analysis.unused_classes import never_built
+from ..analysis.unused_classes import never_built, unused_module
 from ..analysis.statistic_lifetime import detached_in_place, rebound_earlier, reset_every_forward
 from ..diagnostics import SAFE, UNSAFE, Diagnostic, Fix
 from .base import Invalid, Rule, RuleContext
@@ -37,8 +37,9 @@ class RunningStatWithGrad(Rule):
     in, from a submodule's `weight` or `bias` (batch norm folded into a convolution), or from
     a module's forward input: in training it carries a graph unless a caller in the linted
     files shows otherwise (passes plain data or runs it under `no_grad`). That assumption
-    alone does not report a class nothing in the linted files builds (a metric module
-    imported for other names and never named): no object of it holds a statistic.
+    alone does not report a class nothing in the linted files builds when the modules
+    importing its module use nothing they import from it (a metrics module left imported
+    and never named): no object of it holds a statistic.
 
     It also finds EMA and target-network copies that walk two modules' tensors and update
     one from the other's parameters in place, outside `no_grad`:
@@ -156,8 +157,9 @@ class Norm(nn.Module):
                 if result is None:
                     continue
                 evidence, graph, via = result
-                if evidence.strength != STRONG and scope.class_name and never_built(analysis, scope.class_name):
-                    continue  # a graph only assumed, in a class nothing builds: no object, no statistic
+                if evidence.strength != STRONG and scope.class_name and never_built(analysis, scope.class_name) \
+                        and unused_module(analysis):
+                    continue  # a graph only assumed, in a module its importers leave unused: no object, no statistic
                 parts = []
                 for operand in operands:
                     if graph is None:  # computed from a parameter: detach the names that lead to it
