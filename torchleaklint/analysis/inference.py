@@ -188,6 +188,18 @@ def _returned_item_graph_free(analysis, scope: Scope, call: ast.Call, index: int
                               depth: int) -> bool:
     """Is item ``index`` graph-free in every tuple of ``arity`` items that the project
     functions ``call`` resolves to return?"""
+    def item_free(callee_analysis, callee, r) -> bool:
+        value = r.value
+        return (isinstance(value, ast.Tuple) and len(value.elts) == arity
+                and not any(isinstance(e, ast.Starred) for e in value.elts)
+                and spelled_graph_free(callee_analysis, callee, value.elts[index], r, depth + 1))
+
+    return _every_return(analysis, scope, call, stmt, depth, item_free, arity)
+
+
+def _every_return(analysis, scope: Scope, call: ast.Call, stmt, depth: int, judge, arity: int = 0) -> bool:
+    """Does ``judge(callee analysis, callee, return node)`` hold for every ``return`` of
+    the few project functions ``call`` resolves to (and is there one)?"""
     project = analysis.project
     if project is None or depth > 2:
         return False
@@ -200,14 +212,8 @@ def _returned_item_graph_free(analysis, scope: Scope, call: ast.Call, index: int
             return False
         callee_analysis, callee = found
         returns = [node for node in walk_nodes(callee.node) if isinstance(node, ast.Return)]
-        if not returns:
+        if not returns or not all(judge(callee_analysis, callee, r) for r in returns):
             return False
-        for r in returns:
-            if not (isinstance(r.value, ast.Tuple) and len(r.value.elts) == arity) or any(
-                    isinstance(e, ast.Starred) for e in r.value.elts):
-                return False
-            if not spelled_graph_free(callee_analysis, callee, r.value.elts[index], r, depth + 1):
-                return False
     return True
 
 
@@ -217,23 +223,8 @@ FRESH_TENSORS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones
 def _project_function_graph_free(analysis, scope: Scope, call: ast.Call, stmt, depth: int) -> bool:
     """Does ``call`` reach only project functions whose every ``return`` is graph-free by
     its spelling (``def to_np(t): return t.detach().cpu().numpy()``)?"""
-    project = analysis.project
-    if project is None or depth > 2:
-        return False
-    refs = analysis.graph.kinds.resolve_functions(call.func, scope, stmt)
-    if not refs or len(refs) > 3:
-        return False
-    for ref in refs:
-        found = project.scope_for(ref)
-        if found is None:
-            return False
-        callee_analysis, callee = found
-        returns = [node for node in walk_nodes(callee.node) if isinstance(node, ast.Return)]
-        if not returns or not all(
-                r.value is None or spelled_graph_free(callee_analysis, callee, r.value, r, depth + 1)
-                for r in returns):
-            return False
-    return True
+    return _every_return(analysis, scope, call, stmt, depth, lambda callee_analysis, callee, r: (
+        r.value is None or spelled_graph_free(callee_analysis, callee, r.value, r, depth + 1)))
 
 
 def _carried_by(analysis, scope: Scope, graph, value, stmt, from_calls: set) -> bool:
