@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from .module_index import calls_named
+from .module_index import calls_named, contains
 from .names import dotted
 from .project import MAX_CALL_SITES, FunctionRef
 
@@ -156,3 +156,38 @@ def _reset_from_outside(analysis, attr) -> bool:
                 if writes and _every_backward_repeats_it(other, scope, writes):
                     return True
     return False
+
+
+def reset_beside_every_update(analysis, scope, attr) -> bool:
+    """Does every loop that calls this method on an object (``loss_rec.update(loss)``, in
+    this file or one importing it) also call, on the same object, a method of the class
+    that sets the statistic afresh (``loss_rec.reset()`` every ``print_interval`` steps)?
+    Then the statistic holds at most one reset interval's values, whatever the run's
+    length: it does not grow with the steps."""
+    project = analysis.project
+    if project is None or not scope.class_name or not attr.startswith("self.") or "." in attr[5:]:
+        return False
+    resets = {method.name for _, methods in _lineage_methods(analysis, scope.class_name) for method in methods
+              if method is not scope and method.name != "__init__" and any(_fresh(d, attr) for d in method.defs_of(attr))}
+    if not resets:
+        return False
+    module = analysis.index.module_name
+    paired = 0
+    for other_module in [module] + project.importers_of_module(module)[:MAX_WRITER_MODULES]:
+        other = analysis if other_module == module else project.analysis(other_module)
+        if other is None:
+            continue
+        for caller in other.index.scopes:
+            for call, stmt in caller.calls:
+                if not (isinstance(call.func, ast.Attribute) and call.func.attr == scope.name and call.args):
+                    continue
+                receiver = dotted(call.func.value)
+                ctx = other.index.ctx(stmt)
+                if receiver is None or receiver == "self" or ctx is None or not ctx.loops or ctx.grad_off:
+                    continue  # not repeated, or fed no graph (``with torch.no_grad():``)
+                outer = ctx.loops[0]
+                if not any(isinstance(c.func, ast.Attribute) and c.func.attr in resets
+                           and dotted(c.func.value) == receiver and contains(outer, c) for c, _ in caller.calls):
+                    return False  # a loop updating it with no reset of that object
+                paired += 1
+    return paired > 0

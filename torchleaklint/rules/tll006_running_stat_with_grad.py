@@ -12,7 +12,7 @@ from ..analysis.module_index import expr_keys
 from ..analysis.names import dotted
 from ..analysis.parameter_loops import ModuleTensor, bare_reads, module_tensor_names
 from ..analysis.unused_classes import never_built, unused_module
-from ..analysis.statistic_lifetime import detached_in_place, rebound_earlier, reset_every_forward
+from ..analysis.statistic_lifetime import detached_in_place, rebound_earlier, reset_beside_every_update, reset_every_forward
 from ..diagnostics import SAFE, UNSAFE, Diagnostic, Fix
 from .base import Invalid, Rule, RuleContext
 from .detach_fix import carrying_parts
@@ -157,6 +157,8 @@ class Norm(nn.Module):
                 if result is None:
                     continue
                 evidence, graph, via = result
+                if via is not None and reset_beside_every_update(analysis, scope, attr):
+                    continue  # every loop feeding it resets the object every few steps: bounded, no growth
                 if evidence.strength != STRONG and scope.class_name and never_built(analysis, scope.class_name) \
                         and unused_module(analysis):
                     continue  # a graph only assumed, in a module its importers leave unused: no object, no statistic
