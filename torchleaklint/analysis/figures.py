@@ -598,7 +598,11 @@ def _named_by_importers(project, module: str, name: str) -> bool:
     """Does a module that imports ``name`` from ``module`` name it: an explicit import, or
     a star import followed by a use of the name (``from torch_utils import *`` for other
     helpers does not use this one)?"""
-    for importer in project.importers_of_name(f"{module}.{name}"):
+    # The importers of the module too: two imports bound to one alias (``from trainer
+    # import GANTrainer as trainer`` in one arm, ``... condGANTrainer as trainer`` in the
+    # other) leave only the last in the symbol table.
+    importers = dict.fromkeys(project.importers_of_name(f"{module}.{name}") + project.importers_of_module(module))
+    for importer in importers:
         other = project.analysis(importer)
         if other is None:
             return True

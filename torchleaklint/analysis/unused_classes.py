@@ -24,7 +24,27 @@ def never_built(analysis, class_name: str) -> Optional[str]:
                 return None  # a subclass may be built
     if any(isinstance(node, ast.Constant) and node.value == class_name for node in ast.walk(analysis.index.tree)):
         return None  # built by name (``getattr(module, "Logger")``, a config string)
+    if _looked_up_by_name(project, analysis.index.module_name):
+        return None  # ``getattr(models, config.model)(config)``: any class of the module may be built
     return f"nothing in the linted files builds `{class_name}`"
+
+
+def _looked_up_by_name(project, module: str) -> bool:
+    """Does a module importing ``module`` look a name up on it at run time
+    (``getattr(models, self.config.model)``, ``vars(models)[name]``)?"""
+    for importer in project.importers_of_module(module):
+        other = project.analysis(importer)
+        if other is None:
+            return True
+        imports = other.index.imports
+        for node in ast.walk(other.index.tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "vars") \
+                    and node.args and isinstance(node.args[0], (ast.Name, ast.Attribute)) \
+                    and (len(node.args) < 2 or not isinstance(node.args[1], ast.Constant)) \
+                    and imports.qualname(node.args[0]) is not None \
+                    and project.find_module(imports.qualname(node.args[0])) == module:
+                return True
+    return False
 
 
 def unused_module(analysis) -> bool:
