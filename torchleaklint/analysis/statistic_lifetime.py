@@ -160,8 +160,9 @@ def _reset_from_outside(analysis, attr) -> bool:
 
 def reset_beside_every_update(analysis, scope, attr) -> bool:
     """Does every loop that calls this method on an object (``loss_rec.update(loss)``, in
-    this file or one importing it) also call, on the same object, a method of the class
-    that sets the statistic afresh (``loss_rec.reset()`` every ``print_interval`` steps)?
+    this file or one importing it) also call, on the same object and in that same loop
+    (not once per epoch around it), a method of the class that sets the statistic afresh
+    (``loss_rec.reset()`` every ``print_interval`` steps)?
     Then the statistic holds at most one reset interval's values, whatever the run's
     length: it does not grow with the steps."""
     project = analysis.project
@@ -185,9 +186,20 @@ def reset_beside_every_update(analysis, scope, attr) -> bool:
                 ctx = other.index.ctx(stmt)
                 if receiver is None or receiver == "self" or ctx is None or not ctx.loops or ctx.grad_off:
                     continue  # not repeated, or fed no graph (``with torch.no_grad():``)
-                outer = ctx.loops[0]
+                # In the innermost loop of steps (not ``for rec, val in zip(recs, vals)`` over the
+                # objects themselves): a reset once per epoch leaves an epoch of steps' graphs.
+                steps = next((loop for loop in reversed(ctx.loops) if not _binds(loop, receiver)), None)
+                if steps is None:
+                    continue
                 if not any(isinstance(c.func, ast.Attribute) and c.func.attr in resets
-                           and dotted(c.func.value) == receiver and contains(outer, c) for c, _ in caller.calls):
+                           and dotted(c.func.value) == receiver and contains(steps, c) for c, _ in caller.calls):
                     return False  # a loop updating it with no reset of that object
                 paired += 1
     return paired > 0
+
+
+def _binds(loop, receiver: str) -> bool:
+    """Does the ``for`` loop's target bind the receiver's root name?"""
+    target = getattr(loop, "target", None)
+    root = receiver.split(".")[0]
+    return target is not None and any(isinstance(n, ast.Name) and n.id == root for n in ast.walk(target))

@@ -39,7 +39,11 @@ class RunningStatWithGrad(Rule):
     files shows otherwise (passes plain data or runs it under `no_grad`). That assumption
     alone does not report a class nothing in the linted files builds when the modules
     importing its module use nothing they import from it (a metrics module left imported
-    and never named): no object of it holds a statistic.
+    and never named): no object of it holds a statistic. Nor a statistic fed through a
+    method argument when every loop of steps that calls the method on an object also
+    resets that object (`loss_rec.reset()` every `print_interval` steps): it holds a few
+    steps' values, not the run's; a reset once per epoch, outside the loop of steps, is
+    still reported.
 
     It also finds EMA and target-network copies that walk two modules' tensors and update
     one from the other's parameters in place, outside `no_grad`:
