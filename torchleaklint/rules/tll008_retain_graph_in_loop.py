@@ -354,23 +354,14 @@ def _object_graph_differentiated_again(analysis, scope, site) -> bool:
     keys = set(site.keys)
     if not keys or not all(k.startswith("self.") for k in keys) or any(scope.defs_of(k) for k in keys):
         return False
-    project = analysis.project
-    if project is None:
-        return False
     looping = 0
-    # The loops found the way ``_called_in_loop`` finds them: by name, so that a base
-    # class's ``self.A(p)`` dispatching to the override counts.
-    for found in project.callers(scope.name) or ():
+    for found in _calls_in_loops(analysis, scope):
         if found is None:
             return False  # a caller the analysis cannot place
-        caller_analysis, caller_scope = found
-        for _, stmt in calls_named(caller_scope, scope.name):
-            ctx = caller_analysis.index.ctx(stmt)
-            if ctx is None or not ctx.loops:
-                continue
-            looping += 1
-            if _rebinds_in_loop(caller_analysis, caller_scope, ctx.loops[0], keys):
-                return False
+        caller_analysis, caller_scope, loop = found
+        looping += 1
+        if _rebinds_in_loop(caller_analysis, caller_scope, loop, keys):
+            return False
     return looping > 0
 
 
@@ -396,18 +387,25 @@ def _rebinds_in_loop(analysis, scope, loop, keys) -> bool:
 
 def _called_in_loop(analysis, scope) -> bool:
     """Is the function called from inside a loop somewhere in the linted files?"""
+    return any(found is not None for found in _calls_in_loops(analysis, scope))
+
+
+def _calls_in_loops(analysis, scope):
+    """(caller analysis, caller scope, outermost loop) for each call spelled with the
+    function's name inside a loop, found by name so that a base class's ``self.A(p)``
+    dispatching to the override counts; None for a caller the analysis cannot place."""
     project = analysis.project
     if project is None:
-        return False
+        return
     for found in project.callers(scope.name) or ():
         if found is None:
+            yield None
             continue
         caller_analysis, caller_scope = found
         for _, stmt in calls_named(caller_scope, scope.name):
             ctx = caller_analysis.index.ctx(stmt)
             if ctx is not None and ctx.loops:
-                return True
-    return False
+                yield caller_analysis, caller_scope, ctx.loops[0]
 
 
 STORE_CALLS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "register_hook"})
