@@ -540,7 +540,7 @@ def _method_never_called(analysis, scope: Scope) -> Optional[str]:
         return None
     module = analysis.index.module_name
     importers = project.importers_of_module(module)
-    if not is_script(analysis.index.tree) and not _program_importers(project, module):
+    if not is_script(analysis.index.tree) and not program_importers(project, module):
         return None  # no user of this module is linted (or only tests): unknown
     if _mentions(analysis.index.tree, name):
         return None  # handed on as a value (``callback=self.plot``), or named in a string table
@@ -581,14 +581,14 @@ def unreferenced(analysis, name: str, own=None) -> bool:
         return False
     if not is_script(analysis.index.tree):
         module = analysis.index.module_name
-        if not _program_importers(project, module):
+        if not program_importers(project, module):
             return False  # no user of this module is linted (one file in an editor or a hook, or only tests): unknown
         if _named_by_importers(project, module, name):
             return False  # imported by another module, which may hand it on as a value
     return not _mentions(analysis.index.tree, name, skip=inside)  # nor handed on as a value (a callback, a registry entry)
 
 
-def _program_importers(project, module: str) -> list:
+def program_importers(project, module: str) -> list:
     """The modules importing ``module`` that are part of a program, not tests: a library
     whose only importers in view are its tests has its users elsewhere."""
     return [m for m in project.importers_of_module(module) if not project.is_test_module(m)]

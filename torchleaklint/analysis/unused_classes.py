@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from .figures import unreferenced
+from .figures import program_importers, unreferenced
 
 
 def never_built(analysis, class_name: str) -> Optional[str]:
@@ -57,7 +57,7 @@ def unused_module(analysis) -> bool:
         return False
     module = analysis.index.module_name
     last = module.rsplit(".", 1)[-1]
-    importers = [m for m in project.importers_of_module(module) if not project.is_test_module(m)]
+    importers = program_importers(project, module)
     if not importers:
         return False
     own = set(analysis.index.classes) | {s.name for s in analysis.index.scopes if s.is_function}
