@@ -134,17 +134,26 @@ def _every_backward_repeats_it(analysis, scope, stmts) -> bool:
 MAX_WRITER_MODULES = 16
 
 
+def _this_and_importers(analysis):
+    """(module, analysis) of this module and of the first modules importing it: where the
+    object's users write to it or call it."""
+    project = analysis.project
+    module = analysis.index.module_name
+    for other_module in [module] + project.importers_of_module(module)[:MAX_WRITER_MODULES]:
+        other = analysis if other_module == module else project.analysis(other_module)
+        if other is not None:
+            yield other_module, other
+
+
 def _reset_from_outside(analysis, attr) -> bool:
     """``frame_predictor.hidden = frame_predictor.init_hidden()`` in a function of this file
     or of a file importing it, which runs a backward: the state is started afresh every
     step."""
     project = analysis.project
     name = attr[5:]
-    module = analysis.index.module_name
-    for other_module in [module] + project.importers_of_module(module)[:MAX_WRITER_MODULES]:
-        other = analysis if other_module == module else project.analysis(other_module)
+    for other_module, other in _this_and_importers(analysis):
         table = project.tables.get(other_module)
-        if other is None or table is None:
+        if table is None:
             continue
         for scope in other.index.scopes:
             if not scope.is_function or scope.qualname not in table.backward_functions:
@@ -172,12 +181,8 @@ def reset_beside_every_update(analysis, scope, attr) -> bool:
               if method is not scope and method.name != "__init__" and any(_fresh(d, attr) for d in method.defs_of(attr))}
     if not resets:
         return False
-    module = analysis.index.module_name
     paired = 0
-    for other_module in [module] + project.importers_of_module(module)[:MAX_WRITER_MODULES]:
-        other = analysis if other_module == module else project.analysis(other_module)
-        if other is None:
-            continue
+    for _, other in _this_and_importers(analysis):
         for caller in other.index.scopes:
             for call, stmt in caller.calls:
                 if not (isinstance(call.func, ast.Attribute) and call.func.attr == scope.name and call.args):
