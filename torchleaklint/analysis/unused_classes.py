@@ -31,7 +31,15 @@ def never_built(analysis, class_name: str) -> Optional[str]:
 
 def _looked_up_by_name(project, module: str) -> bool:
     """Does a module importing ``module`` look a name up on it at run time
-    (``getattr(models, self.config.model)``, ``vars(models)[name]``)?"""
+    (``getattr(models, self.config.model)``, ``vars(models)[name]``)? Answered once per
+    module, for all its classes."""
+    key = ("looked-up-by-name", module)
+    if key not in project.memo:
+        project.memo[key] = _importer_looks_up(project, module)
+    return project.memo[key]
+
+
+def _importer_looks_up(project, module: str) -> bool:
     for importer in project.importers_of_module(module):
         other = project.analysis(importer)
         if other is None:
